@@ -1,0 +1,131 @@
+"""Train a small CNN on scikit-learn's digits images with PyTorch DDP.
+
+Plain SageMaker script-mode code: it runs unchanged on SageMaker's PyTorch
+training containers and in mlscale's emulator. It reads the SageMaker
+training environment (SM_MODEL_DIR, SM_CHANNEL_TRAIN, SM_CHANNEL_TEST) and
+torchrun's RANK/WORLD_SIZE, and prints the lines that the job's
+MetricDefinitions pick up:
+
+    epoch=3 train_loss=0.1234 test_loss=0.0987 test_accuracy=0.9750
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import time
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data.distributed import DistributedSampler
+
+
+class DigitsCNN(nn.Module):
+    def __init__(self, num_classes: int = 10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc1 = nn.Linear(32 * 4 * 4, 64)
+        self.fc2 = nn.Linear(64, num_classes)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = F.relu(self.fc1(torch.flatten(x, 1)))
+        return self.fc2(x)
+
+
+def load_split(channel_dir: str):
+    """Every .npz file in a channel, concatenated: images (N, 8, 8) in [0, 16], labels (N,)."""
+    images, labels = [], []
+    for name in sorted(os.listdir(channel_dir)):
+        if name.endswith(".npz"):
+            with np.load(os.path.join(channel_dir, name)) as data:
+                images.append(data["images"])
+                labels.append(data["labels"])
+    if not images:
+        raise FileNotFoundError(f"no .npz files in {channel_dir}")
+    x = torch.from_numpy(np.concatenate(images).astype(np.float32) / 16.0).unsqueeze(1)
+    return TensorDataset(x, torch.from_numpy(np.concatenate(labels).astype(np.int64)))
+
+
+def evaluate(model, loader):
+    model.eval()
+    loss, correct, count = 0.0, 0, 0
+    with torch.no_grad():
+        for x, y in loader:
+            out = model(x)
+            loss += F.cross_entropy(out, y, reduction="sum").item()
+            correct += (out.argmax(1) == y).sum().item()
+            count += len(y)
+    return loss / count, correct / count
+
+
+def weights_digest(model) -> str:
+    digest = hashlib.sha256()
+    for tensor in model.state_dict().values():
+        digest.update(tensor.detach().cpu().numpy().tobytes())
+    return digest.hexdigest()[:16]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=0.003)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--model-dir", default=os.environ.get("SM_MODEL_DIR", "model"))
+    parser.add_argument("--train", default=os.environ.get("SM_CHANNEL_TRAIN", "data/train"))
+    parser.add_argument("--test", default=os.environ.get("SM_CHANNEL_TEST", "data/test"))
+    args = parser.parse_args()
+
+    world_size = int(os.environ.get("WORLD_SIZE", 1))
+    rank = int(os.environ.get("RANK", 0))
+    if world_size > 1:
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    torch.manual_seed(args.seed)  # same initial weights on every rank
+    print(f"host={os.environ.get('SM_CURRENT_HOST', 'local')} rank={rank} world_size={world_size}", flush=True)
+
+    train_set, test_set = load_split(args.train), load_split(args.test)
+    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, seed=args.seed)
+    train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+    test_loader = DataLoader(test_set, batch_size=256)
+
+    model = DigitsCNN()
+    trained = DistributedDataParallel(model) if world_size > 1 else model
+    optimizer = torch.optim.Adam(trained.parameters(), lr=args.lr)
+    started = time.time()
+    for epoch in range(1, args.epochs + 1):
+        trained.train()
+        sampler.set_epoch(epoch)
+        total, batches = 0.0, 0
+        for x, y in train_loader:
+            optimizer.zero_grad()
+            loss = F.cross_entropy(trained(x), y)
+            loss.backward()  # DDP all-reduces (averages) the gradients here
+            optimizer.step()
+            total, batches = total + loss.item(), batches + 1
+        test_loss, accuracy = evaluate(model, test_loader)
+        print(f"epoch={epoch} train_loss={total / batches:.4f} test_loss={test_loss:.4f} "
+              f"test_accuracy={accuracy:.4f} elapsed={time.time() - started:.1f}s", flush=True)
+
+    print(f"rank={rank} weights_sha256={weights_digest(model)}", flush=True)
+    if rank == 0:
+        os.makedirs(args.model_dir, exist_ok=True)
+        model.eval()
+        example = test_set.tensors[0][:1]
+        torch.jit.trace(model, example).save(os.path.join(args.model_dir, "model.pt"))
+        with open(os.path.join(args.model_dir, "metrics.json"), "w") as f:
+            json.dump({"test_accuracy": accuracy, "test_loss": test_loss, "epochs": args.epochs}, f)
+    if world_size > 1:
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""The `mlscale` command line: `mlscale emulator up|down|status|serve|connection`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mlscale")
+    sub = parser.add_subparsers(dest="command", required=True)
+    emulator = sub.add_parser("emulator", help="the local AWS emulator")
+    emulator.add_argument("action", choices=["up", "down", "status", "serve", "connection"])
+    emulator.add_argument("--port", type=int, help="default 5055 (MLSCALE_EMULATOR_PORT)")
+    emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
+    args = parser.parse_args(argv)
+
+    from mlscale.emulator import control
+    from mlscale.emulator.settings import EmulatorSettings
+
+    config = EmulatorSettings.from_env(port=args.port, home=args.home)
+    if args.action == "serve":
+        from mlscale.emulator.server import EmulatorServer
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request drowns the job logs
+        EmulatorServer(config).serve_forever()
+    elif args.action == "up":
+        pid = control.up(config)
+        print(f"mlscale emulator up on {config.endpoint_url} (pid {pid}, home {config.home})")
+    elif args.action == "down":
+        print("mlscale emulator stopped" if control.down(config) else "mlscale emulator was not running")
+    elif args.action == "status":
+        state = control.status(config)
+        print(json.dumps(state))
+        return 0 if state["ready"] else 1
+    elif args.action == "connection":
+        print(control.connection_uri(config))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Example datasets the demo pipeline stages into S3."""

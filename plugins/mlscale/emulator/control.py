@@ -1,0 +1,103 @@
+"""Start, stop and probe the emulator as a background process (what `mlscale emulator` does)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from mlscale.emulator.settings import EmulatorSettings
+
+
+def is_ready(config: EmulatorSettings, timeout: float = 2.0) -> bool:
+    """Ready when moto's server answers its own API on the port."""
+    try:
+        with urllib.request.urlopen(f"{config.endpoint_url}/moto-api/data.json", timeout=timeout) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _pid_file(config: EmulatorSettings):
+    return config.home / "emulator.pid"
+
+
+def running_pid(config: EmulatorSettings) -> int | None:
+    path = _pid_file(config)
+    if not path.exists():
+        return None
+    pid = int(path.read_text().strip() or 0)
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        path.unlink(missing_ok=True)
+        return None
+    return pid
+
+
+def up(config: EmulatorSettings, wait_seconds: float = 60) -> int:
+    """Start the server in the background unless it already runs; return its pid."""
+    pid = running_pid(config)
+    if pid and is_ready(config):
+        return pid
+    if is_ready(config):
+        raise RuntimeError(f"port {config.port} already answers: another emulator or moto server runs there")
+    config.home.mkdir(parents=True, exist_ok=True)
+    log_file = open(config.home / "emulator.log", "ab")
+    env = {**os.environ, "MLSCALE_EMULATOR_PORT": str(config.port), "MLSCALE_EMULATOR_HOME": str(config.home)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mlscale.emulator", "serve"],
+        stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env=env, start_new_session=True,
+    )  # fmt: skip
+    _pid_file(config).write_text(str(process.pid))
+    deadline = time.monotonic() + wait_seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the emulator exited with {process.returncode}; see {config.home / 'emulator.log'}")
+        if is_ready(config):
+            return process.pid
+        time.sleep(0.2)
+    down(config)
+    raise RuntimeError(f"the emulator did not answer within {wait_seconds:.0f} s")
+
+
+def down(config: EmulatorSettings, wait_seconds: float = 150) -> bool:
+    """Stop the background server (it stops its running jobs first); False if none ran."""
+    pid = running_pid(config)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        os.killpg(pid, signal.SIGKILL)
+    _pid_file(config).unlink(missing_ok=True)
+    return True
+
+
+def status(config: EmulatorSettings) -> dict:
+    return {"endpoint_url": config.endpoint_url, "pid": running_pid(config), "ready": is_ready(config),
+            "home": str(config.home)}  # fmt: skip
+
+
+def connection_uri(config: EmulatorSettings, region: str = "us-east-1") -> str:
+    """The Airflow AWS connection (JSON form) that points the same DAG at the emulator."""
+    return json.dumps(
+        {
+            "conn_type": "aws",
+            "login": "testing",
+            "password": "testing",
+            "extra": {"endpoint_url": config.endpoint_url, "region_name": region},
+        }
+    )

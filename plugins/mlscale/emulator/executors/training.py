@@ -1,0 +1,350 @@
+"""Runs a SageMaker training job for real: one process tree per instance, on this machine."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import deque
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mlscale.emulator import settings
+from mlscale.emulator.executors import s3io, training_env
+from mlscale.emulator.executors.log_shipper import LogShipper
+from mlscale.emulator.executors.processes import free_port, stop_process_group
+
+log = logging.getLogger(__name__)
+
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+STOP_GRACE_SECONDS = 120  # SageMaker sends SIGKILL 120 s after SIGTERM
+FAILURE_LIMIT = 1024
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class JobFailed(Exception):
+    """The job ends Failed with this FailureReason."""
+
+
+class TrainingRun:
+    """Drives one emulated training job through SageMaker's statuses."""
+
+    def __init__(self, job: Any, region: str):
+        self.job = job
+        self.region = region
+        self.job_dir = settings.current().jobs_dir / "training" / job.training_job_name
+        self._stop_requested = threading.Event()
+        self._stop_status = "Stopped"
+        self._processes: list[subprocess.Popen] = []
+        self._metric_patterns = [
+            (d["Name"], re.compile(d["Regex"]))
+            for d in (job.algorithm_specification or {}).get("MetricDefinitions") or []
+        ]
+        self._metrics: dict[str, float] = {}
+        self._metrics_lock = threading.Lock()
+        self.thread = threading.Thread(target=self._run, name=f"training-{job.training_job_name}", daemon=True)
+
+    # -- control --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, secondary_status: str = "Stopped") -> None:
+        self._stop_status = secondary_status
+        self._set_status("Stopping", "Stopping", "Stopping the training job")
+        self._stop_requested.set()
+
+    # -- status ---------------------------------------------------------------------------------
+
+    def _set_status(self, status: str, secondary: str, message: str) -> None:
+        now = _now()
+        job = self.job
+        transitions = job.secondary_status_transitions
+        if transitions and "EndTime" not in transitions[-1]:
+            transitions[-1]["EndTime"] = now
+        transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": message})
+        job.training_job_status = status
+        job.secondary_status = secondary
+        job.last_modified_time = now
+        log.info("training job %s: %s/%s %s", job.training_job_name, status, secondary, message)
+
+    def _finish(self, status: str, secondary: str, message: str, failure: str | None = None) -> None:
+        job = self.job
+        job.training_end_time = _now()
+        if getattr(job, "training_start_time", None):
+            seconds = max(1, round((job.training_end_time - job.training_start_time).total_seconds()))
+            job.training_time_in_seconds = seconds
+            job.billable_time_in_seconds = seconds
+        if failure:
+            job.failure_reason = failure[:FAILURE_LIMIT]
+        with self._metrics_lock:
+            job.final_metric_data_list = [
+                {"MetricName": name, "Value": value, "Timestamp": job.training_end_time}
+                for name, value in self._metrics.items()
+            ]
+        self._set_status(status, secondary, message)
+        self.job.secondary_status_transitions[-1]["EndTime"] = job.training_end_time
+
+    # -- the job ----------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._execute()
+        except JobFailed as failed:
+            self._finish("Failed", "Failed", "Training job failed", failure=str(failed))
+        except Exception as error:  # an emulator bug must still end the job, with the reason
+            log.exception("training job %s crashed", self.job.training_job_name)
+            self._finish("Failed", "Failed", "Training job failed", failure=f"InternalServerError: {error!r}")
+
+    def _execute(self) -> None:
+        job = self.job
+        s3 = settings.aws_client("s3", self.region)
+        hosts = training_env.hosts_for(int(job.resource_config["InstanceCount"]))
+        layouts = [training_env.HostLayout(self.job_dir / host) for host in hosts]
+
+        self._set_status("InProgress", "Downloading", "Downloading input data")
+        self._prepare_hosts(s3, hosts, layouts)
+        if self._stop_requested.is_set():
+            return self._finish("Stopped", self._stop_status, "Training job stopped")
+
+        self._set_status("InProgress", "Training", "Training image download completed. Training in progress.")
+        job.training_start_time = _now()
+        outcome = self._train(hosts, layouts)
+
+        if outcome is None or self._stop_requested.is_set():
+            # SageMaker still uploads what the script saved before it was stopped.
+            self._upload_outputs(s3, layouts[0])
+            return self._finish("Stopped", self._stop_status, "Training job stopped")
+        if outcome:
+            raise JobFailed(outcome)
+
+        self._set_status("InProgress", "Uploading", "Uploading generated training model")
+        self._upload_outputs(s3, layouts[0])
+        for layout in layouts:
+            self._sync_checkpoints_up(s3, layout)
+        self._finish("Completed", "Completed", "Training job completed")
+
+    def _prepare_hosts(self, s3, hosts: list[str], layouts: list[training_env.HostLayout]) -> None:
+        job = self.job
+        channels = job.input_data_config or []
+        default_mode = job.algorithm_specification.get("TrainingInputMode", "File")
+        data_config = training_env.input_data_config(channels, default_mode)
+        user_hps, framework_hps = training_env.decode_hyperparameters(job.hyper_parameters or {})
+        instance_type = job.resource_config.get("InstanceType", "ml.m5.large")
+        self.job_dir.mkdir(parents=True, exist_ok=True)
+
+        for channel in channels:
+            self._check_channel(channel, default_mode)
+        for index, (host, layout) in enumerate(zip(hosts, layouts)):
+            layout.create(list(data_config))
+            training_env.write_config_files(
+                layout, job.hyper_parameters, training_env.resource_config(host, hosts, instance_type), data_config
+            )
+            submit_dir = framework_hps.get("sagemaker_submit_directory")
+            if submit_dir and str(submit_dir).startswith("s3://") and not any(layout.code_dir.iterdir()):
+                s3io.download_and_extract(s3, submit_dir, layout.code_dir)
+            for channel in channels:
+                uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
+                keys = s3io.list_keys(s3, uri)
+                if not keys:
+                    raise JobFailed(
+                        f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in input data source. "
+                        "Please ensure that the bucket exists in the selected region, that objects exist under "
+                        "that S3 prefix, and that the role has s3:ListBucket and s3:GetObject permissions."
+                    )
+                if channel["DataSource"]["S3DataSource"].get("S3DistributionType") == "ShardedByS3Key":
+                    keys = keys[index :: len(hosts)]
+                s3io.download_prefix(s3, uri, layout.channel_dir(channel["ChannelName"]), keys)
+            self._sync_checkpoints_down(s3, layout)
+        self._install_requirements(layouts)
+
+    @staticmethod
+    def _check_channel(channel: dict[str, Any], default_mode: str) -> None:
+        name = channel.get("ChannelName")
+        mode = channel.get("InputMode") or default_mode
+        source = channel.get("DataSource", {})
+        if "S3DataSource" not in source:
+            raise JobFailed(f"ClientError: channel {name}: only S3DataSource channels are emulated so far")
+        if source["S3DataSource"].get("S3DataType", "S3Prefix") != "S3Prefix":
+            raise JobFailed(f"ClientError: channel {name}: only S3DataType S3Prefix is emulated")
+        if mode not in ("File", "FastFile"):
+            raise JobFailed(f"ClientError: channel {name}: input mode {mode} is not emulated; use File or FastFile")
+
+    def _install_requirements(self, layouts: list[training_env.HostLayout]) -> None:
+        requirements = layouts[0].code_dir / "requirements.txt"
+        if not requirements.exists():
+            return
+        # The toolkit pip-installs into the image; here into one folder per job, on PYTHONPATH.
+        result = subprocess.run(
+            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(self.job_dir / "site"),
+             "-r", str(requirements)],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if result.returncode != 0:
+            raise JobFailed(f"InstallRequirementsError:\n{result.stderr[-800:]}")
+
+    # -- processes --------------------------------------------------------------------------------
+
+    def _train(self, hosts: list[str], layouts: list[training_env.HostLayout]) -> str | None:
+        """Run every host; '' on success, the failure text on failure, None when stopped."""
+        job = self.job
+        user_hps, framework_hps = training_env.decode_hyperparameters(job.hyper_parameters or {})
+        request_env = dict(job.environment or {}) if hasattr(job, "environment") else {}
+        program = request_env.get("SAGEMAKER_PROGRAM") or framework_hps.get("sagemaker_program")
+        if not program:
+            raise JobFailed("ClientError: no entry point: set the sagemaker_program hyperparameter")
+        if not (layouts[0].code_dir / program).exists():
+            raise JobFailed(f"ClientError: entry point {program} not found in the submitted source directory")
+        distribution = training_env.distribution_of(framework_hps)
+        gpus = _gpu_count()
+        procs_per_host = max(1, gpus) if distribution == "torch_distributed" else 1
+        master_port = free_port()
+        instance_type = job.resource_config.get("InstanceType", "ml.m5.large")
+        logs = settings.aws_client("logs", self.region)
+        epoch = int(time.time())
+        shippers, stderr_tails = [], []
+        for index, (host, layout) in enumerate(zip(hosts, layouts)):
+            env = self._process_env(layout, host, hosts, instance_type, request_env, gpus, len(hosts) * procs_per_host)
+            env.update(training_env.rendezvous_environment(master_port))
+            command = training_env.entry_command(
+                program=program,
+                args=training_env.command_line_args(user_hps),
+                distribution=distribution,
+                host_count=len(hosts),
+                host_index=index,
+                procs_per_host=procs_per_host,
+                master_port=master_port,
+            )
+            shipper = LogShipper(logs, LOG_GROUP, f"{job.training_job_name}/{host}-{epoch}")
+            tail: deque[str] = deque(maxlen=40)
+            process = subprocess.Popen(
+                command, cwd=layout.code_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, errors="replace", start_new_session=True,
+            )  # fmt: skip
+            process.command = command  # type: ignore[attr-defined]
+            self._processes.append(process)
+            shippers.append(shipper)
+            stderr_tails.append(tail)
+            for stream, keep in ((process.stdout, None), (process.stderr, tail)):
+                threading.Thread(target=self._pump, args=(stream, shipper, keep), daemon=True).start()
+
+        try:
+            return self._wait(layouts, stderr_tails)
+        finally:
+            for process in self._processes:
+                stop_process_group(process, STOP_GRACE_SECONDS)
+            for shipper in shippers:
+                shipper.close()
+
+    def _process_env(self, layout, host, hosts, instance_type, request_env, gpus, total_procs) -> dict[str, str]:
+        job = self.job
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_", "MLSCALE_"))}
+        env.update(
+            training_env.training_environment(
+                layout=layout,
+                job_name=job.training_job_name,
+                job_arn=job.arn,
+                region=self.region,
+                raw_hyperparameters=job.hyper_parameters or {},
+                resources=training_env.resource_config(host, hosts, instance_type),
+                data_config=training_env.input_data_config(
+                    job.input_data_config or [], job.algorithm_specification.get("TrainingInputMode", "File")
+                ),
+                request_environment=request_env,
+                num_gpus=gpus,
+                num_cpus=os.cpu_count() or 1,
+            )
+        )
+        site = self.job_dir / "site"
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (layout.code_dir, site) if p.exists())
+        env["PYTHONUNBUFFERED"] = "1"
+        # The job's own AWS calls reach the emulator, as its role's calls would reach AWS.
+        endpoint = settings.current().endpoint_url
+        env.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": self.region})  # fmt: skip
+        # Emulated instances share this machine's cores; do not let each one take them all.
+        env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // total_procs)))
+        return env
+
+    def _pump(self, stream, shipper: LogShipper, tail: deque | None) -> None:
+        for line in stream:
+            shipper.write(line)
+            if tail is not None and line.strip():
+                tail.append(line.rstrip("\n"))
+            for name, pattern in self._metric_patterns:
+                match = pattern.search(line)
+                if match:
+                    try:
+                        value = float(match.group(1))
+                    except (IndexError, ValueError):
+                        continue
+                    with self._metrics_lock:
+                        self._metrics[name] = value
+
+    def _wait(self, layouts, stderr_tails) -> str | None:
+        max_runtime = (self.job.stopping_condition or {}).get("MaxRuntimeInSeconds", 86400)
+        deadline = time.monotonic() + int(max_runtime)
+        while True:
+            if self._stop_requested.is_set():
+                return None
+            if time.monotonic() > deadline:
+                self.stop("MaxRuntimeExceeded")
+                return None
+            codes = [p.poll() for p in self._processes]
+            for index, code in enumerate(codes):
+                if code not in (None, 0):
+                    time.sleep(0.3)  # let the pumps drain the traceback
+                    return self._failure_text(index, code, layouts[index], stderr_tails[index])
+            if all(code == 0 for code in codes):
+                return ""
+            time.sleep(0.2)
+
+    def _failure_text(self, index: int, code: int, layout, tail: deque) -> str:
+        if layout.failure_file.exists():
+            text = layout.failure_file.read_text(errors="replace")
+        else:
+            message = "\n".join(tail)[-700:]
+            if code in (137, -9):
+                message = "OutOfMemory: Process killed by SIGKILL (signal 9)\n" + message
+            command = " ".join(self._processes[index].command)  # type: ignore[attr-defined]
+            text = f'ExecuteUserScriptError:\nExitCode {code}\nErrorMessage "{message}"\nCommand "{command}"'
+            layout.failure_file.write_text(text)
+        return "AlgorithmError: " + text
+
+    # -- outputs ----------------------------------------------------------------------------------
+
+    def _upload_outputs(self, s3, leader: training_env.HostLayout) -> None:
+        job = self.job
+        base = f"{job.output_data_config['S3OutputPath'].rstrip('/')}/{job.training_job_name}/output"
+        for folder, name in ((leader.model_dir, "model.tar.gz"), (leader.output_data_dir, "output.tar.gz")):
+            if folder.exists():
+                archive = s3io.tar_directory(folder, self.job_dir / name)
+                s3io.upload_file(s3, archive, f"{base}/{name}")
+        job.model_artifacts = {"S3ModelArtifacts": f"{base}/model.tar.gz"}
+
+    def _sync_checkpoints_down(self, s3, layout) -> None:
+        uri = (self.job.checkpoint_config or {}).get("S3Uri")
+        if uri and s3io.list_keys(s3, uri):
+            s3io.download_prefix(s3, uri, layout.checkpoint_dir)
+
+    def _sync_checkpoints_up(self, s3, layout) -> None:
+        uri = (self.job.checkpoint_config or {}).get("S3Uri")
+        if uri and layout.checkpoint_dir.exists():
+            s3io.upload_directory(s3, layout.checkpoint_dir, uri)
+
+
+def _gpu_count() -> int:
+    if not shutil.which("nvidia-smi"):
+        return 0
+    result = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True)
+    return len([line for line in result.stdout.splitlines() if line.strip()]) if result.returncode == 0 else 0

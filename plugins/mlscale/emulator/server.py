@@ -1,0 +1,64 @@
+"""The emulator server: moto's server on loopback with mlscale's services patched in."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+
+from mlscale.emulator import settings as emulator_settings
+from mlscale.emulator.settings import EmulatorSettings
+
+log = logging.getLogger(__name__)
+
+
+def install_services() -> None:
+    """Patch moto's backends where mlscale does the work moto only records."""
+    from mlscale.emulator.sagemaker import training
+
+    training.install()
+
+
+def shutdown_services() -> None:
+    from mlscale.emulator.sagemaker import training
+
+    training.stop_all()
+
+
+class EmulatorServer:
+    """Runs in-process (tests) or as `mlscale emulator serve` (the CLI's background process)."""
+
+    def __init__(self, config: EmulatorSettings):
+        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+        self.settings = config
+        self._moto = ThreadedMotoServer(ip_address=config.host, port=config.port, verbose=False)
+
+    @property
+    def endpoint_url(self) -> str:
+        return self.settings.endpoint_url
+
+    def start(self) -> EmulatorServer:
+        self.settings.home.mkdir(parents=True, exist_ok=True)
+        emulator_settings.activate(self.settings)
+        install_services()
+        self._moto.start()
+        host, port = self._moto.get_host_and_port()
+        if port != self.settings.port:  # port 0 asked for any free port
+            self.settings = EmulatorSettings(host=host, port=port, home=self.settings.home)
+            emulator_settings.activate(self.settings)
+        log.info("mlscale emulator listening on %s", self.endpoint_url)
+        return self
+
+    def stop(self) -> None:
+        shutdown_services()
+        self._moto.stop()
+
+    def serve_forever(self) -> None:
+        done = threading.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: done.set())
+        self.start()
+        print(f"mlscale emulator ready on {self.endpoint_url}", flush=True)
+        done.wait()
+        self.stop()
