@@ -1,4 +1,4 @@
-"""The `mlscale` command line: `mlscale emulator up|down|status|serve|connection`."""
+"""The `mlscale` command line: `mlscale emulator up|down|status|serve|connection`, `mlscale demo`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,12 @@ def main(argv: list[str] | None = None) -> int:
     emulator.add_argument("action", choices=["up", "down", "status", "serve", "connection"])
     emulator.add_argument("--port", type=int, help="default 5055 (MLSCALE_EMULATOR_PORT)")
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
+    sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
     args = parser.parse_args(argv)
+    if args.command == "demo":
+        from mlscale import demo
+
+        return demo.main()
 
     from mlscale.emulator import control
     from mlscale.emulator.settings import EmulatorSettings

@@ -32,12 +32,24 @@ def running_pid(config: EmulatorSettings) -> int | None:
     if not path.exists():
         return None
     pid = int(path.read_text().strip() or 0)
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
+    if not pid or not _alive(pid):
         path.unlink(missing_ok=True)
         return None
     return pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        # Reap it if this process started it: a zombie still answers kill(pid, 0).
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def up(config: EmulatorSettings, wait_seconds: float = 60) -> int:
@@ -75,9 +87,7 @@ def down(config: EmulatorSettings, wait_seconds: float = 150) -> bool:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _alive(pid):
             break
         time.sleep(0.2)
     else:

@@ -62,3 +62,4 @@ class EmulatorServer:
         print(f"mlscale emulator ready on {self.endpoint_url}", flush=True)
         done.wait()
         self.stop()
+        print("mlscale emulator stopped", flush=True)

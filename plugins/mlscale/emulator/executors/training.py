@@ -162,7 +162,7 @@ class TrainingRun:
                         "Please ensure that the bucket exists in the selected region, that objects exist under "
                         "that S3 prefix, and that the role has s3:ListBucket and s3:GetObject permissions."
                     )
-                if channel["DataSource"]["S3DataSource"].get("S3DistributionType") == "ShardedByS3Key":
+                if channel["DataSource"]["S3DataSource"].get("S3DataDistributionType") == "ShardedByS3Key":
                     keys = keys[index :: len(hosts)]
                 s3io.download_prefix(s3, uri, layout.channel_dir(channel["ChannelName"]), keys)
             self._sync_checkpoints_down(s3, layout)

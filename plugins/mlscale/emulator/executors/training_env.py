@@ -141,7 +141,7 @@ def input_data_config(channels: list[dict[str, Any]], default_mode: str) -> dict
         s3 = channel.get("DataSource", {}).get("S3DataSource", {})
         entry = {
             "TrainingInputMode": channel.get("InputMode") or default_mode,
-            "S3DistributionType": s3.get("S3DistributionType", "FullyReplicated"),
+            "S3DistributionType": s3.get("S3DataDistributionType", "FullyReplicated"),
             "RecordWrapperType": channel.get("RecordWrapperType", "None"),
         }
         if channel.get("ContentType"):

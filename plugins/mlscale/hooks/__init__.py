@@ -1,0 +1,1 @@
+"""AWS hooks mlscale adds where the Amazon provider has none."""

@@ -1,0 +1,50 @@
+"""Follow a training job's CloudWatch log streams, one poll at a time.
+
+The provider's SageMakerHook can print logs only from its blocking
+`check_training_status_with_log` loop (describe every 30 s); a trigger needs
+a step it can call between sleeps, so this keeps the read positions and
+reuses the hook's `multi_stream_iter` to interleave the streams.
+"""
+
+from __future__ import annotations
+
+from airflow.providers.amazon.aws.hooks.sagemaker import Position, SageMakerHook
+
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+
+
+class TrainingLogTail:
+    def __init__(self, hook: SageMakerHook, job_name: str, positions: dict[str, tuple[int, int]] | None = None):
+        self.hook = hook
+        self.job_name = job_name
+        self.positions: dict[str, Position] = {s: Position(*p) for s, p in (positions or {}).items()}
+
+    def _discover_streams(self) -> None:
+        logs = self.hook.logs_hook.get_conn()
+        try:
+            pages = logs.get_paginator("describe_log_streams").paginate(
+                logGroupName=LOG_GROUP, logStreamNamePrefix=f"{self.job_name}/"
+            )
+            for page in pages:
+                for stream in page["logStreams"]:
+                    self.positions.setdefault(stream["logStreamName"], Position(timestamp=0, skip=0))
+        except logs.exceptions.ResourceNotFoundException:
+            pass  # no log group until the first container writes
+
+    def poll(self) -> list[str]:
+        """New lines since the last poll, each prefixed with its host."""
+        self._discover_streams()
+        streams = sorted(self.positions)
+        lines = []
+        for index, event in self.hook.multi_stream_iter(LOG_GROUP, streams, dict(self.positions)):
+            stream = streams[index]
+            timestamp, skip = self.positions[stream]
+            self.positions[stream] = (
+                Position(timestamp, skip + 1) if event["timestamp"] == timestamp else Position(event["timestamp"], 1)
+            )
+            host = stream.split("/", 1)[-1].rsplit("-", 1)[0]
+            lines.append(f"[{host}] {event['message']}")
+        return lines
+
+    def serializable_positions(self) -> dict[str, list[int]]:
+        return {stream: [p.timestamp, p.skip] for stream, p in self.positions.items()}

@@ -1,0 +1,27 @@
+"""Provider metadata for Airflow's ProvidersManager (the `apache_airflow_provider` entry point)."""
+
+
+def get_provider_info() -> dict:
+    return {
+        "package-name": "mlscale",
+        "name": "mlscale",
+        "description": "End-to-end ML pipelines on AWS (SageMaker, FSx, Neo, Greengrass) with a local emulator.",
+        "versions": ["0.1.0"],
+        "integrations": [
+            {
+                "integration-name": "mlscale",
+                "external-doc-url": "https://docs.aws.amazon.com/sagemaker/",
+                "tags": ["aws"],
+            }
+        ],
+        "operators": [
+            {"integration-name": "mlscale", "python-modules": ["mlscale.operators.training"]},
+        ],
+        "triggers": [
+            {"integration-name": "mlscale", "python-modules": ["mlscale.triggers.training"]},
+        ],
+        "hooks": [
+            {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.training_logs"]},
+        ],
+        "extra-links": ["mlscale.links.TrainingJobLink"],
+    }

@@ -1,0 +1,36 @@
+"""Small checks shared by the specs; each raises SpecError naming the field and the rule."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mlscale.specs.errors import SpecError
+
+ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$")
+S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
+
+
+def require(condition: bool, field: str, rule: str, value: Any = None) -> None:
+    if not condition:
+        raise SpecError(field, rule, value)
+
+
+def s3_uri(value: Any, field: str) -> None:
+    require(isinstance(value, str) and bool(S3_URI.match(value)), field,
+            "must be an s3://bucket/prefix URI", value)  # fmt: skip
+
+
+def in_range(value: Any, field: str, low: int, high: int) -> None:
+    require(isinstance(value, int) and not isinstance(value, bool) and low <= value <= high,
+            field, f"must be an integer from {low} to {high}", value)  # fmt: skip
+
+
+def tags(value: dict[str, str], field: str = "tags") -> None:
+    require(isinstance(value, dict), field, "must be a mapping of tag key to value", value)
+    require(len(value) <= 50, field, "at most 50 tags", len(value))
+    for key, tag_value in value.items():
+        require(isinstance(key, str) and 1 <= len(key) <= 128, f"{field}[{key!r}]", "keys are 1-128 characters")
+        require(not key.lower().startswith("aws:"), f"{field}[{key!r}]", "the aws: prefix is reserved for AWS")
+        require(isinstance(tag_value, str) and len(tag_value) <= 256, f"{field}[{key!r}]",
+                "values are strings of at most 256 characters", tag_value)  # fmt: skip

@@ -1,0 +1,1 @@
+"""Triggers: wait for AWS resources in the triggerer, with no attempt cap."""
