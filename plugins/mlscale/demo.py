@@ -10,9 +10,14 @@ import time
 from pathlib import Path
 
 
+def state_dir(repo: Path) -> Path:
+    """Where the demo keeps its Airflow home and emulator files (MLSCALE_HOME, default .mlscale/)."""
+    return Path(os.environ.get("MLSCALE_HOME", repo / ".mlscale")).resolve()
+
+
 def airflow_environment(repo: Path, endpoint_url: str) -> dict[str, str]:
     """A private Airflow home whose aws_default connection points at the emulator."""
-    home = repo / ".mlscale" / "airflow"
+    home = state_dir(repo) / "airflow"
     home.mkdir(parents=True, exist_ok=True)
     connection = {"conn_type": "aws", "login": "testing", "password": "testing",
                   "extra": {"endpoint_url": endpoint_url, "region_name": "us-east-1"}}  # fmt: skip
@@ -51,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     from mlscale.emulator.settings import EmulatorSettings
 
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
-    config = EmulatorSettings.from_env(home=str(repo / ".mlscale" / "emulator"))
+    config = EmulatorSettings.from_env(home=str(state_dir(repo) / "emulator"))
     started = time.monotonic()
     control.up(config)
     try:

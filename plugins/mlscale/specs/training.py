@@ -227,7 +227,6 @@ def build_training_request(spec: TrainingSpec, *, job_name: str, image_uri: str,
         "AlgorithmSpecification": algorithm,
         "RoleArn": spec.role_arn,
         "HyperParameters": hyperparameters,
-        "InputDataConfig": [channel.to_request(name) for name, channel in spec.channels().items()],
         "OutputDataConfig": output,
         "ResourceConfig": resources,
         "StoppingCondition": stopping,
@@ -235,6 +234,8 @@ def build_training_request(spec: TrainingSpec, *, job_name: str, image_uri: str,
         "EnableInterContainerTrafficEncryption": spec.encrypt_inter_container_traffic,
         "EnableManagedSpotTraining": spec.use_spot,
     }
+    if spec.inputs:
+        request["InputDataConfig"] = [channel.to_request(name) for name, channel in spec.channels().items()]
     if spec.use_spot:
         stopping["MaxWaitTimeInSeconds"] = spec.max_wait_seconds or spec.max_runtime_seconds
     if spec.checkpoint_s3_uri:

@@ -1,0 +1,41 @@
+# mlscale: `make demo` and `make test` set themselves up on a fresh machine.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test test-fast bench emulator-up emulator-down lock clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install  ## the example DAG end to end on the local emulator, with a summary
+	$(BIN)/mlscale demo
+
+test: install  ## the whole suite: unit, emulator, Airflow and end-to-end tests
+	$(BIN)/python -m pytest -q
+
+test-fast: install  ## unit tests only (no emulator server, no Airflow run)
+	$(BIN)/python -m pytest -q -m "not emulator and not e2e"
+
+bench: install  ## benchmarks, each printed as a ratio against a baseline measured in the same run
+	$(BIN)/python benchmarks/run.py
+
+emulator-up: install
+	$(BIN)/mlscale emulator up
+
+emulator-down: install
+	$(BIN)/mlscale emulator down
+
+lock: install  ## re-pin constraints.txt from the current venv
+	( echo "# Reproducible installs: every package mlscale's venv holds, pinned. Regenerate with 'make lock'."; \
+	  $(BIN)/python -m pip freeze --exclude-editable | sed 's/+cpu$$//' | grep -v '^mlscale' ) > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+
+clean:
+	rm -rf $(VENV) .mlscale .pytest_cache

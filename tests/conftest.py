@@ -1,0 +1,129 @@
+"""Shared fixtures: an emulator server for the session, and AWS clients pointed at it."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import socket
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TRAINING_DIR = REPO / "include" / "training"
+ROLE_ARN = "arn:aws:iam::123456789012:role/mlscale-test"
+
+# Airflow reads its configuration at import: give the tests a private home first.
+os.environ.setdefault("AIRFLOW_HOME", str(REPO / ".mlscale" / "test-airflow"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
+for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
+    os.environ.pop(key, None)
+os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                   "AWS_DEFAULT_REGION": "us-east-1"})  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def emulator(tmp_path_factory):
+    """A background emulator server (started the way `mlscale emulator up` starts it)."""
+    from mlscale.emulator import control
+    from mlscale.emulator.settings import EmulatorSettings
+
+    config = EmulatorSettings(host="127.0.0.1", port=free_port(), home=tmp_path_factory.mktemp("emulator"))
+    control.up(config)
+    connection = {"conn_type": "aws", "login": "testing", "password": "testing",
+                  "extra": {"endpoint_url": config.endpoint_url, "region_name": "us-east-1"}}  # fmt: skip
+    os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(connection)
+    yield config
+    control.down(config)
+
+
+@pytest.fixture(scope="session")
+def clients(emulator):
+    import boto3
+
+    def client(service: str):
+        return boto3.client(service, endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+
+    return {name: client(name) for name in ("s3", "sagemaker", "logs")}
+
+
+@pytest.fixture(scope="session")
+def digits_data(clients):
+    """The digits data staged in the emulator's S3, as the DAG's first task stages it."""
+    from mlscale.datasets.digits import stage_digits
+
+    clients["s3"].create_bucket(Bucket="mlscale-test")
+    return stage_digits(clients["s3"], "mlscale-test", "data/digits")
+
+
+def upload_source(s3, files: dict[str, str], key: str) -> str:
+    """Pack {name: text} as sourcedir.tar.gz in the test bucket; return its URI."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o755
+            tar.addfile(info, io.BytesIO(data))
+    s3.put_object(Bucket="mlscale-test", Key=key, Body=buffer.getvalue())
+    return f"s3://mlscale-test/{key}"
+
+
+def training_request(name: str, sourcedir: str, *, program: str = "train.py", instance_count: int = 1,
+                     hyperparameters: dict | None = None, channels: dict | None = None,
+                     max_runtime: int = 600, metrics: dict | None = None, distributed: bool = False) -> dict:  # fmt: skip
+    """A CreateTrainingJob request as the SageMaker SDK builds it (JSON-encoded hyperparameters)."""
+    hps = {k: json.dumps(v) for k, v in (hyperparameters or {}).items()}
+    hps.update({"sagemaker_program": json.dumps(program), "sagemaker_submit_directory": json.dumps(sourcedir)})
+    if distributed:
+        hps["sagemaker_torch_distributed_enabled"] = "true"
+    request = {
+        "TrainingJobName": name,
+        "RoleArn": ROLE_ARN,
+        "AlgorithmSpecification": {
+            "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5.1-cpu-py311",
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [{"Name": n, "Regex": r} for n, r in (metrics or {}).items()],
+        },
+        "HyperParameters": hps,
+        "InputDataConfig": [
+            {"ChannelName": c, "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": uri}}}
+            for c, uri in (channels or {}).items()
+        ],
+        "OutputDataConfig": {"S3OutputPath": "s3://mlscale-test/models"},
+        "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": instance_count, "VolumeSizeInGB": 10},
+        "StoppingCondition": {"MaxRuntimeInSeconds": max_runtime},
+    }
+    if not request["InputDataConfig"]:
+        del request["InputDataConfig"]  # the API wants none rather than an empty list
+    return request
+
+
+def wait_for_job(sagemaker, name: str, timeout: float = 300) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        description = sagemaker.describe_training_job(TrainingJobName=name)
+        if description["TrainingJobStatus"] in ("Completed", "Failed", "Stopped"):
+            return description
+        time.sleep(0.5)
+    raise TimeoutError(f"{name} still {description['TrainingJobStatus']}")
+
+
+def job_logs(logs, name: str) -> dict[str, list[str]]:
+    """{stream name: messages} of a training job's CloudWatch streams."""
+    streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix=f"{name}/")
+    return {
+        s["logStreamName"]: [e["message"] for e in logs.get_log_events(
+            logGroupName="/aws/sagemaker/TrainingJobs", logStreamName=s["logStreamName"], startFromHead=True)["events"]]
+        for s in streams["logStreams"]
+    }  # fmt: skip

@@ -1,0 +1,143 @@
+import json
+
+import pytest
+
+from mlscale.specs import InputChannel, SpecError, TrainingSpec
+from mlscale.specs.training import build_training_request
+from tests.conftest import ROLE_ARN, TRAINING_DIR
+
+
+def good_spec(**overrides) -> TrainingSpec:
+    fields = dict(
+        entry_point="train.py",
+        source_dir=str(TRAINING_DIR),
+        role_arn=ROLE_ARN,
+        output_path="s3://bucket/models",
+        image_uri="763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5.1-cpu-py311",
+        instance_type="ml.g5.2xlarge",
+        instance_count=2,
+        distribution="torch_distributed",
+        hyperparameters={"epochs": 3, "lr": 0.01, "optimizer": "adam"},
+        inputs={"train": "s3://bucket/data/train/", "test": InputChannel("s3://bucket/data/test/", "FastFile")},
+        metric_definitions={"test:accuracy": r"test_accuracy=([0-9.]+)"},
+    )
+    fields.update(overrides)
+    return TrainingSpec(**fields)
+
+
+def test_good_spec_validates():
+    good_spec().validate()
+
+
+BAD_SPECS = [
+    ({"entry_point": ""}, "entry_point: is required"),
+    ({"entry_point": "train.ipynb"}, "entry_point: must be a .py or .sh file"),
+    ({"source_dir": "/nonexistent/dir"}, "source_dir: must be an existing directory"),
+    ({"entry_point": "missing.py"}, "entry_point: must be a file inside source_dir"),
+    ({"role_arn": "mlscale-role"}, "role_arn: must be an IAM role ARN"),
+    ({"output_path": "/local/models"}, "output_path: must be an s3://bucket/prefix URI"),
+    ({"image_uri": None}, "image_uri: give image_uri, or framework with framework_version"),
+    ({"framework": "pytorch"}, "image_uri: give image_uri or framework, not both"),
+    ({"image_uri": None, "framework": "pytorch"}, "framework_version: is required with framework='pytorch'"),
+    ({"instance_type": "g5.2xlarge"}, "instance_type: must look like ml.<family>.<size>"),
+    ({"instance_count": 0}, "instance_count: must be an integer from 1 to 100"),
+    ({"instance_count": "2"}, "instance_count: must be an integer from 1 to 100 (got '2')"),
+    ({"distribution": "horovod"}, "distribution: must be one of"),
+    ({"hyperparameters": {"sagemaker_program": "x.py"}}, "hyperparameters['sagemaker_program']: the sagemaker_ prefix is reserved"),
+    ({"hyperparameters": {"notes": "x" * 2600}}, "hyperparameters['notes']: values are at most 2500 characters"),
+    ({"inputs": {"train data": "s3://bucket/x/"}}, "inputs['train data']: channel names are 1-64 characters"),
+    ({"inputs": {"train": "/data/train"}}, "inputs['train']: must be an s3://bucket/prefix URI"),
+    ({"inputs": {"train": InputChannel("s3://bucket/x/", distribution="Sharded")}}, "inputs['train'].distribution: must be FullyReplicated or ShardedByS3Key"),
+    ({"input_mode": "Pipe"}, "input_mode: must be one of ('File', 'FastFile') (Pipe is replaced by FastFile)"),
+    ({"max_runtime_seconds": 29 * 24 * 3600}, "max_runtime_seconds: must be an integer from 1 to 2419200"),
+    ({"use_spot": True}, "checkpoint_s3_uri: is required with use_spot=True"),
+    ({"use_spot": True, "checkpoint_s3_uri": "s3://bucket/ckpt", "max_runtime_seconds": 3600, "max_wait_seconds": 60}, "max_wait_seconds: must be >= max_runtime_seconds (3600)"),
+    ({"max_wait_seconds": 7200}, "max_wait_seconds: only applies with use_spot=True"),
+    ({"metric_definitions": {"acc": "accuracy=[0-9.]+"}}, "metric_definitions['acc']: needs exactly one capture group"),
+    ({"metric_definitions": {"acc": "accuracy=([0-9.]+"}}, "metric_definitions['acc']: is not a valid regular expression"),
+    ({"environment": {"1BAD": "x"}}, "environment['1BAD']: names match"),
+    ({"subnets": ["subnet-1"]}, "subnets: subnets and security_group_ids go together"),
+    ({"max_retry_attempts": 31}, "max_retry_attempts: must be an integer from 1 to 30"),
+    ({"tags": {"aws:owner": "me"}}, "tags['aws:owner']: the aws: prefix is reserved for AWS"),
+    ({"code_location": "bucket/code"}, "code_location: must be an s3://bucket/prefix URI"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("overrides, message", BAD_SPECS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(BAD_SPECS)])
+def test_bad_spec_is_rejected_naming_field_and_rule(overrides, message):
+    with pytest.raises(SpecError) as error:
+        good_spec(**overrides).validate()
+    assert message in str(error.value)
+
+
+def test_every_bad_spec_has_its_own_message():
+    messages = [m for _, m in BAD_SPECS]
+    assert len(set(messages)) == len(messages) >= 15
+
+
+def request(**overrides):
+    spec = good_spec(**overrides)
+    spec.validate()
+    return build_training_request(spec, job_name="job-1", image_uri=spec.image_uri,
+                                  sourcedir_uri="s3://bucket/code/abc/sourcedir.tar.gz", region="eu-west-1")  # fmt: skip
+
+
+def test_request_is_what_the_sagemaker_sdk_sends():
+    req = request()
+    hps = req["HyperParameters"]
+    # The SDK JSON-encodes every value, its own sagemaker_* keys included.
+    assert hps["epochs"] == "3" and hps["lr"] == "0.01" and hps["optimizer"] == '"adam"'
+    assert hps["sagemaker_program"] == '"train.py"'
+    assert hps["sagemaker_submit_directory"] == '"s3://bucket/code/abc/sourcedir.tar.gz"'
+    assert hps["sagemaker_torch_distributed_enabled"] == "true"
+    assert hps["sagemaker_region"] == '"eu-west-1"' and hps["sagemaker_job_name"] == '"job-1"'
+    assert all(isinstance(v, str) for v in hps.values())
+    assert req["ResourceConfig"] == {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30}
+    channels = {c["ChannelName"]: c for c in req["InputDataConfig"]}
+    assert channels["train"]["DataSource"]["S3DataSource"] == {
+        "S3DataType": "S3Prefix", "S3Uri": "s3://bucket/data/train/", "S3DataDistributionType": "FullyReplicated"}
+    assert channels["test"]["InputMode"] == "FastFile"
+    assert req["AlgorithmSpecification"]["MetricDefinitions"] == [
+        {"Name": "test:accuracy", "Regex": r"test_accuracy=([0-9.]+)"}]
+    assert "CheckpointConfig" not in req and "VpcConfig" not in req
+
+
+def test_request_passes_spot_vpc_kms_and_isolation_through():
+    req = request(use_spot=True, checkpoint_s3_uri="s3://bucket/ckpt", max_runtime_seconds=3600,
+                  max_wait_seconds=7200, subnets=["subnet-1"], security_group_ids=["sg-1"],
+                  volume_kms_key_id="kms-vol", output_kms_key_id="kms-out", enable_network_isolation=True,
+                  encrypt_inter_container_traffic=True, max_retry_attempts=2, tags={"team": "ml"},
+                  environment={"NCCL_DEBUG": "INFO"})  # fmt: skip
+    assert req["EnableManagedSpotTraining"] is True
+    assert req["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200}
+    assert req["CheckpointConfig"] == {"S3Uri": "s3://bucket/ckpt", "LocalPath": "/opt/ml/checkpoints"}
+    assert req["VpcConfig"] == {"Subnets": ["subnet-1"], "SecurityGroupIds": ["sg-1"]}
+    assert req["ResourceConfig"]["VolumeKmsKeyId"] == "kms-vol"
+    assert req["OutputDataConfig"] == {"S3OutputPath": "s3://bucket/models", "KmsKeyId": "kms-out"}
+    assert req["EnableNetworkIsolation"] is True and req["EnableInterContainerTrafficEncryption"] is True
+    assert req["RetryStrategy"] == {"MaximumRetryAttempts": 2}
+    assert req["Tags"] == [{"Key": "team", "Value": "ml"}]
+    assert req["Environment"] == {"NCCL_DEBUG": "INFO"}
+
+
+def test_request_validates_against_botocore_model():
+    """botocore's own validator accepts it: the request is shaped as the CreateTrainingJob API wants."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    shape = model.operation_model("CreateTrainingJob").input_shape
+    report = ParamValidator().validate(request(use_spot=True, checkpoint_s3_uri="s3://bucket/c"), shape)
+    assert not report.has_errors(), report.generate_report()
+
+
+def test_sourcedir_uri_is_keyed_by_content():
+    spec = good_spec()
+    assert spec.sourcedir_uri("abc123") == "s3://bucket/models/code/abc123/sourcedir.tar.gz"
+    assert good_spec(code_location="s3://b2/code/").sourcedir_uri("abc") == "s3://b2/code/abc/sourcedir.tar.gz"
+
+
+def test_hyperparameter_values_round_trip_through_json():
+    req = request(hyperparameters={"layers": [64, 32], "flag": True, "name": "x"})
+    decoded = {k: json.loads(v) for k, v in req["HyperParameters"].items()}
+    assert decoded["layers"] == [64, 32] and decoded["flag"] is True and decoded["name"] == "x"
