@@ -10,6 +10,8 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	# Airflow puts plugins/ on sys.path: an egg-info there would register the plugin twice.
+	rm -rf plugins/*.egg-info
 	touch $(STAMP)
 
 install: $(STAMP)

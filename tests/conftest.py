@@ -54,7 +54,9 @@ def clients(emulator):
     def client(service: str):
         return boto3.client(service, endpoint_url=emulator.endpoint_url, region_name="us-east-1")
 
-    return {name: client(name) for name in ("s3", "sagemaker", "logs")}
+    made = {name: client(name) for name in ("s3", "sagemaker", "logs")}
+    made["s3"].create_bucket(Bucket="mlscale-test")
+    return made
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +64,6 @@ def digits_data(clients):
     """The digits data staged in the emulator's S3, as the DAG's first task stages it."""
     from mlscale.datasets.digits import stage_digits
 
-    clients["s3"].create_bucket(Bucket="mlscale-test")
     return stage_digits(clients["s3"], "mlscale-test", "data/digits")
 
 

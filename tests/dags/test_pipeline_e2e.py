@@ -1,0 +1,41 @@
+"""The example DAG, parsed by Airflow and run end to end against the emulator (what `make demo` does)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import REPO, free_port
+
+
+def test_dag_parses_with_its_params_form():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
+    assert bag.import_errors == {}
+    dag = bag.dags["mlscale_pipeline"]
+    assert {"stage_raw_data", "train"} <= set(dag.task_ids)
+    assert dag.params["instance_count"] == 2
+    assert dag.get_task("train").upstream_task_ids == {"stage_raw_data"}
+
+
+@pytest.mark.e2e
+def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
+    env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_EMULATOR_PORT": str(free_port()),
+           "MLSCALE_REPO": str(REPO)}  # fmt: skip
+    env.pop("AIRFLOW_HOME", None)
+    env.pop("AIRFLOW_CONN_AWS_DEFAULT", None)
+    result = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo"], env=env, capture_output=True, text=True,
+                            timeout=600)  # fmt: skip
+    out = result.stdout
+    assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
+    summary = out[out.index("mlscale demo summary"):]
+    assert re.search(r"DAG run\s+\S+: success", summary)
+    assert re.search(r"instances\s+2 x ml\.c5\.xlarge", summary)
+    assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.95
+    job = re.search(r"training job\s+(\S+)", summary).group(1)
+    assert f"s3://mlscale-demo/mlscale/models/{job}/output/model.tar.gz" in summary
+    # the demo stops the emulator it started
+    assert not (tmp_path / "emulator" / "emulator.pid").exists()

@@ -1,0 +1,145 @@
+"""SageMakerScriptTrainingOperator against the emulator: naming, reattach, failures, deferral."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from airflow.sdk.exceptions import AirflowException, TaskDeferred
+
+from mlscale.operators import SageMakerScriptTrainingOperator
+from mlscale.specs import SpecError, TrainingSpec
+from mlscale.triggers.training import TrainingJobTrigger
+from tests.conftest import ROLE_ARN, wait_for_job
+
+pytestmark = pytest.mark.emulator
+
+QUICK = "import os\nprint('accuracy=0.97', flush=True)\nopen(os.path.join(os.environ['SM_MODEL_DIR'], 'm.txt'), 'w').write('m')\n"
+FAILING = "raise RuntimeError('out of cheese')\n"
+SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(300)\n"
+
+
+class FakeTI:
+    dag_id = "operator_tests"
+    map_index = -1
+
+    def __init__(self, task_id: str, run_id: str = "manual__2026-12-01T00:00:00+00:00"):
+        self.task_id, self.run_id, self.pushed = task_id, run_id, {}
+
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+
+def make_operator(tmp_path, script: str, task_id: str, **kwargs) -> tuple[SageMakerScriptTrainingOperator, dict]:
+    source = tmp_path / task_id
+    source.mkdir(exist_ok=True)
+    (source / "train.py").write_text(script)
+    spec_fields = dict(entry_point="train.py", source_dir=str(source), role_arn=ROLE_ARN,
+                       output_path="s3://mlscale-test/operator-models", image_uri="example/image:1",
+                       instance_type="ml.c5.xlarge", metric_definitions={"accuracy": r"accuracy=([0-9.]+)"})  # fmt: skip
+    spec_fields.update(kwargs.pop("spec", {}))
+    operator = SageMakerScriptTrainingOperator(task_id=task_id, spec=TrainingSpec(**spec_fields),
+                                               poll_interval=0.5, **kwargs)  # fmt: skip
+    return operator, {"ti": FakeTI(task_id)}
+
+
+def jobs_named(sagemaker, fragment: str) -> list[str]:
+    return [j["TrainingJobName"] for j in sagemaker.list_training_jobs(NameContains=fragment)["TrainingJobSummaries"]]
+
+
+def test_runs_the_job_and_returns_its_result(emulator, clients, tmp_path, capfd):
+    operator, context = make_operator(tmp_path, QUICK, "quick", deferrable=False)
+    result = operator.execute(context)
+    assert result["status"] == "Completed"
+    assert result["job_name"].startswith("operator-tests-quick-manual-2026-12-01")
+    assert result["final_metrics"] == {"accuracy": 0.97}
+    assert result["model_artifact"].endswith(f"/{result['job_name']}/output/model.tar.gz")
+    assert result["billable_seconds"] >= 1
+    assert "[algo-1] accuracy=0.97" in capfd.readouterr().out  # the job's CloudWatch log, in the task log
+    assert context["ti"].pushed["mlscale_training_job"]["job_name"] == result["job_name"]
+
+
+def test_interrupted_task_reattaches_instead_of_starting_a_second_job(emulator, clients, tmp_path, monkeypatch):
+    operator, context = make_operator(tmp_path, SLEEPER.replace("300", "3"), "reattach", deferrable=False)
+
+    def killed(self, job_name):
+        raise KeyboardInterrupt("worker killed after the job was created")
+
+    monkeypatch.setattr(SageMakerScriptTrainingOperator, "_wait", killed)
+    with pytest.raises(KeyboardInterrupt):
+        operator.execute(context)
+    monkeypatch.undo()
+
+    retried, _ = make_operator(tmp_path, SLEEPER.replace("300", "3"), "reattach", deferrable=False)
+    result = retried.execute(context)
+    assert result["status"] == "Completed"
+    assert jobs_named(clients["sagemaker"], "operator-tests-reattach") == [result["job_name"]]
+
+    # and once completed, a rerun reuses the result without a new job
+    assert make_operator(tmp_path, QUICK, "reattach", deferrable=False)[0].execute(context) == result
+    assert len(jobs_named(clients["sagemaker"], "operator-tests-reattach")) == 1
+
+
+def test_failed_job_fails_the_task_with_the_reason_and_a_retry_gets_a_new_name(emulator, clients, tmp_path):
+    operator, context = make_operator(tmp_path, FAILING, "fails", deferrable=False)
+    with pytest.raises(AirflowException, match="RuntimeError: out of cheese"):
+        operator.execute(context)
+    with pytest.raises(AirflowException, match="out of cheese"):
+        make_operator(tmp_path, FAILING, "fails", deferrable=False)[0].execute(context)
+    first, second = sorted(jobs_named(clients["sagemaker"], "operator-tests-fails"), key=len)
+    assert second.endswith("-a2") and first[-8:] == second[-11:-3]  # same identity hash, new attempt
+
+
+def test_bad_spec_fails_before_any_aws_call(emulator, clients, tmp_path):
+    operator, context = make_operator(tmp_path, QUICK, "badspec", deferrable=False, spec={"instance_count": 0})
+    with pytest.raises(SpecError, match="instance_count: must be an integer from 1 to 100"):
+        operator.execute(context)
+    assert jobs_named(clients["sagemaker"], "operator-tests-badspec") == []
+
+
+def run_trigger(trigger: TrainingJobTrigger) -> dict:
+    async def first_event():
+        async for event in trigger.run():
+            return event.payload
+
+    return asyncio.run(first_event())
+
+
+def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulator, clients, tmp_path, capfd):
+    operator, context = make_operator(tmp_path, QUICK, "deferred")
+    assert operator.deferrable is True
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute(context)
+    trigger = deferred.value.trigger
+    assert isinstance(trigger, TrainingJobTrigger) and deferred.value.method_name == "execute_complete"
+    capfd.readouterr()
+    event = run_trigger(trigger)
+    assert event["status"] == "Completed"
+    assert "[algo-1] accuracy=0.97" in capfd.readouterr().out
+    assert operator.execute_complete(context, event)["final_metrics"] == {"accuracy": 0.97}
+
+
+def test_stopped_job_fails_the_task(emulator, clients, tmp_path):
+    operator, context = make_operator(tmp_path, SLEEPER, "stopped")
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute(context)
+    job_name = deferred.value.trigger.job_name
+    sagemaker = clients["sagemaker"]
+    while sagemaker.describe_training_job(TrainingJobName=job_name)["SecondaryStatus"] != "Training":
+        pass
+    operator.on_kill()  # what Airflow calls when the task is killed: it stops the job it started
+    event = run_trigger(deferred.value.trigger)
+    assert event["status"] == "Stopped"
+    with pytest.raises(AirflowException, match="was stopped"):
+        operator.execute_complete(context, event)
+
+
+def test_trigger_serialization_round_trip():
+    trigger = TrainingJobTrigger(job_name="job-1", poll_interval=7, aws_conn_id="aws_x", region_name="eu-west-1",
+                                 verify=False, botocore_config={"retries": {"mode": "standard"}},
+                                 log_positions={"job-1/algo-1-1": [1700000000000, 2]})  # fmt: skip
+    classpath, kwargs = trigger.serialize()
+    module, name = classpath.rsplit(".", 1)
+    rebuilt = getattr(__import__(module, fromlist=[name]), name)(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert classpath == "mlscale.triggers.training.TrainingJobTrigger"
