@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from airflow.sdk.exceptions import AirflowException, TaskDeferred
@@ -10,7 +11,7 @@ from airflow.sdk.exceptions import AirflowException, TaskDeferred
 from mlscale.operators import SageMakerScriptTrainingOperator
 from mlscale.specs import SpecError, TrainingSpec
 from mlscale.triggers.training import TrainingJobTrigger
-from tests.conftest import ROLE_ARN, wait_for_job
+from tests.conftest import ROLE_ARN
 
 pytestmark = pytest.mark.emulator
 
@@ -125,8 +126,10 @@ def test_stopped_job_fails_the_task(emulator, clients, tmp_path):
         operator.execute(context)
     job_name = deferred.value.trigger.job_name
     sagemaker = clients["sagemaker"]
+    deadline = time.monotonic() + 60
     while sagemaker.describe_training_job(TrainingJobName=job_name)["SecondaryStatus"] != "Training":
-        pass
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
     operator.on_kill()  # what Airflow calls when the task is killed: it stops the job it started
     event = run_trigger(deferred.value.trigger)
     assert event["status"] == "Stopped"

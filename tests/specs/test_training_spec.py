@@ -141,3 +141,16 @@ def test_hyperparameter_values_round_trip_through_json():
     req = request(hyperparameters={"layers": [64, 32], "flag": True, "name": "x"})
     decoded = {k: json.loads(v) for k, v in req["HyperParameters"].items()}
     assert decoded["layers"] == [64, 32] and decoded["flag"] is True and decoded["name"] == "x"
+
+
+def test_framework_without_the_sdk_says_how_to_get_it(monkeypatch):
+    import sys
+
+    from mlscale.images import training_image_uri
+
+    monkeypatch.setitem(sys.modules, "sagemaker", None)  # as if the optional SDK were not installed
+    spec = good_spec(image_uri=None, framework="pytorch", framework_version="2.5")
+    spec.validate()
+    with pytest.raises(SpecError, match=r"framework: resolving a framework to its image needs the SageMaker SDK"):
+        training_image_uri(spec, "us-east-1")
+    assert training_image_uri(good_spec(), "us-east-1") == good_spec().image_uri
