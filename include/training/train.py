@@ -1,5 +1,8 @@
 """Train a small CNN on scikit-learn's digits images with PyTorch DDP.
 
+Reads the train channel as pre-shuffled .rec shards (shard_loader.py, each
+rank its own shards) or, for small data, .npz files sampled in memory.
+
 Plain SageMaker script-mode code: it runs unchanged on SageMaker's PyTorch
 training containers and in mlscale's emulator. It reads the SageMaker
 training environment (SM_MODEL_DIR, SM_CHANNEL_TRAIN, SM_CHANNEL_TEST) and
@@ -10,6 +13,7 @@ MetricDefinitions pick up:
 """
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -23,6 +27,8 @@ import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
+
+from shard_loader import find_shards, iterate_shard, shard_loader
 
 
 class DigitsCNN(nn.Module):
@@ -41,7 +47,12 @@ class DigitsCNN(nn.Module):
 
 
 def load_split(channel_dir: str):
-    """Every .npz file in a channel, concatenated: images (N, 8, 8) in [0, 16], labels (N,)."""
+    """A channel as one in-memory dataset: .rec shards, or .npz files (images in [0, 16], labels)."""
+    if find_shards(channel_dir):
+        chunks = [chunk for path in find_shards(channel_dir) for chunk in iterate_shard(path)]
+        records = np.concatenate(chunks)
+        x = torch.from_numpy(records["pixels"].astype(np.float32) / 255.0).unsqueeze(1)
+        return TensorDataset(x, torch.from_numpy(records["label"].astype(np.int64)))
     images, labels = [], []
     for name in sorted(os.listdir(channel_dir)):
         if name.endswith(".npz"):
@@ -79,6 +90,7 @@ def main():
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--loader-workers", type=int, default=1)
     parser.add_argument("--model-dir", default=os.environ.get("SM_MODEL_DIR", "model"))
     parser.add_argument("--train", default=os.environ.get("SM_CHANNEL_TRAIN", "data/train"))
     parser.add_argument("--test", default=os.environ.get("SM_CHANNEL_TEST", "data/test"))
@@ -91,10 +103,13 @@ def main():
     torch.manual_seed(args.seed)  # same initial weights on every rank
     print(f"host={os.environ.get('SM_CURRENT_HOST', 'local')} rank={rank} world_size={world_size}", flush=True)
 
-    train_set, test_set = load_split(args.train), load_split(args.test)
-    sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, seed=args.seed)
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
+    sharded = bool(find_shards(args.train))
+    test_set = load_split(args.test)
     test_loader = DataLoader(test_set, batch_size=256)
+    if not sharded:  # small data in .npz: sample it in memory
+        train_set = load_split(args.train)
+        sampler = DistributedSampler(train_set, num_replicas=world_size, rank=rank, seed=args.seed)
+        train_loader = DataLoader(train_set, batch_size=args.batch_size, sampler=sampler)
 
     model = DigitsCNN()
     trained = DistributedDataParallel(model) if world_size > 1 else model
@@ -102,14 +117,24 @@ def main():
     started = time.time()
     for epoch in range(1, args.epochs + 1):
         trained.train()
-        sampler.set_epoch(epoch)
+        stats = None
+        if sharded:  # each rank streams its own shards, read front to back
+            batches_iter, stats = shard_loader(args.train, args.batch_size, rank, world_size, epoch,
+                                               workers=args.loader_workers, seed=args.seed)  # fmt: skip
+        else:
+            sampler.set_epoch(epoch)
+            batches_iter = train_loader
         total, batches = 0.0, 0
-        for x, y in train_loader:
-            optimizer.zero_grad()
-            loss = F.cross_entropy(trained(x), y)
-            loss.backward()  # DDP all-reduces (averages) the gradients here
-            optimizer.step()
-            total, batches = total + loss.item(), batches + 1
+        # Shards may give ranks a batch more or less: join() keeps DDP's all-reduce from waiting forever.
+        with trained.join() if world_size > 1 else contextlib.nullcontext():
+            for x, y in batches_iter:
+                optimizer.zero_grad()
+                loss = F.cross_entropy(trained(x), y)
+                loss.backward()  # DDP all-reduces (averages) the gradients here
+                optimizer.step()
+                total, batches = total + loss.item(), batches + 1
+        if stats:
+            print(f"epoch={epoch} {stats.line()}", flush=True)
         test_loss, accuracy = evaluate(model, test_loader)
         print(f"epoch={epoch} train_loss={total / batches:.4f} test_loss={test_loss:.4f} "
               f"test_accuracy={accuracy:.4f} elapsed={time.time() - started:.1f}s", flush=True)

@@ -14,15 +14,17 @@ log = logging.getLogger(__name__)
 
 def install_services() -> None:
     """Patch moto's backends where mlscale does the work moto only records."""
-    from mlscale.emulator.sagemaker import training
+    from mlscale.emulator.sagemaker import processing, training
 
     training.install()
+    processing.install()
 
 
 def shutdown_services() -> None:
-    from mlscale.emulator.sagemaker import training
+    from mlscale.emulator.sagemaker import processing, training
 
     training.stop_all()
+    processing.stop_all()
 
 
 class EmulatorServer:

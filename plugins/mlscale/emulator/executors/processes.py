@@ -32,3 +32,66 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
         os.killpg(process.pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def launch(command: list[str], *, cwd, env: dict[str, str], on_line, stderr_tail_lines: int = 40):
+    """Start a job process in its own session; feed every output line to `on_line`.
+
+    Returns the process and a deque holding the last lines of its stderr (for
+    the FailureReason).
+    """
+    import threading
+    from collections import deque
+
+    process = subprocess.Popen(
+        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, errors="replace", start_new_session=True,
+    )  # fmt: skip
+    tail: deque[str] = deque(maxlen=stderr_tail_lines)
+
+    def pump(stream, keep):
+        for line in stream:
+            on_line(line)
+            if keep is not None and line.strip():
+                keep.append(line.rstrip("\n"))
+
+    for stream, keep in ((process.stdout, None), (process.stderr, tail)):
+        threading.Thread(target=pump, args=(stream, keep), daemon=True).start()
+    return process, tail
+
+
+_OPT_ML = "/opt/ml"
+_namespace_ok: bool | None = None
+
+
+def opt_ml_namespace_available() -> bool:
+    """Can job processes get a private /opt/ml (a mount namespace with a bind mount)?
+
+    Needs unshare(1) and either root or unprivileged user namespaces, and an
+    /opt/ml directory to mount over. Probed once; without it the emulator
+    rewrites /opt/ml paths in the command line instead.
+    """
+    global _namespace_ok
+    if _namespace_ok is None:
+        import shutil
+        import tempfile
+
+        _namespace_ok = False
+        if shutil.which("unshare"):
+            try:
+                os.makedirs(_OPT_ML, exist_ok=True)
+                with tempfile.TemporaryDirectory() as probe:
+                    open(os.path.join(probe, "ok"), "w").close()
+                    result = subprocess.run(with_private_opt_ml(["test", "-e", f"{_OPT_ML}/ok"], probe),
+                                            capture_output=True, timeout=10)  # fmt: skip
+                    _namespace_ok = result.returncode == 0
+            except (OSError, subprocess.SubprocessError):
+                _namespace_ok = False
+    return _namespace_ok
+
+
+def with_private_opt_ml(command: list[str], root) -> list[str]:
+    """Run `command` seeing `root` at /opt/ml, as a container sees its volume (other processes unaffected)."""
+    user_ns = [] if os.geteuid() == 0 else ["--map-root-user"]
+    script = f'mount --bind "$0" {_OPT_ML} && exec "$@"'
+    return ["unshare", *user_ns, "--mount", "--propagation", "private", "sh", "-c", script, str(root), *command]

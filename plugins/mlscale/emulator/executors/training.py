@@ -6,20 +6,18 @@ import logging
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
 import time
 from collections import deque
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
-from mlscale.emulator.executors.processes import free_port, stop_process_group
+from mlscale.emulator.executors.processes import free_port, launch, stop_process_group
 
 log = logging.getLogger(__name__)
 
@@ -226,17 +224,11 @@ class TrainingRun:
                 master_port=master_port,
             )
             shipper = LogShipper(logs, LOG_GROUP, f"{job.training_job_name}/{host}-{epoch}")
-            tail: deque[str] = deque(maxlen=40)
-            process = subprocess.Popen(
-                command, cwd=layout.code_dir, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, errors="replace", start_new_session=True,
-            )  # fmt: skip
+            process, tail = launch(command, cwd=layout.code_dir, env=env, on_line=self._line_handler(shipper))
             process.command = command  # type: ignore[attr-defined]
             self._processes.append(process)
             shippers.append(shipper)
             stderr_tails.append(tail)
-            for stream, keep in ((process.stdout, None), (process.stderr, tail)):
-                threading.Thread(target=self._pump, args=(stream, shipper, keep), daemon=True).start()
 
         try:
             return self._wait(layouts, stderr_tails)
@@ -276,11 +268,9 @@ class TrainingRun:
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // total_procs)))
         return env
 
-    def _pump(self, stream, shipper: LogShipper, tail: deque | None) -> None:
-        for line in stream:
+    def _line_handler(self, shipper: LogShipper):
+        def on_line(line: str) -> None:
             shipper.write(line)
-            if tail is not None and line.strip():
-                tail.append(line.rstrip("\n"))
             for name, pattern in self._metric_patterns:
                 match = pattern.search(line)
                 if match:
@@ -290,6 +280,8 @@ class TrainingRun:
                         continue
                     with self._metrics_lock:
                         self._metrics[name] = value
+
+        return on_line
 
     def _wait(self, layouts, stderr_tails) -> str | None:
         max_runtime = (self.job.stopping_condition or {}).get("MaxRuntimeInSeconds", 86400)

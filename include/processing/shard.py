@@ -1,0 +1,116 @@
+"""Pre-shuffle a dataset into N equal-size shards: a SageMaker Processing script.
+
+Reads every Parquet file under --input-dir (columns label, pixels), resizes
+the images once (average pooling to --resolution), shuffles globally with
+--seed, and writes --shards files whose record counts differ by at most one,
+in a sequential-read record format, plus manifest.json (counts, bytes, sha256).
+
+Shard format (.rec): b"MLSR1\n", one JSON header line {"records", "dtype"},
+then the records back to back as a numpy structured array (label int64,
+pixels uint8[res, res]); readable with one np.frombuffer per chunk.
+
+With several instances (ShardedByS3Key) each shuffles and writes its own part;
+names carry the host so the parts never collide. Needs numpy and pyarrow only.
+"""
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import time
+
+import numpy as np
+
+MAGIC = b"MLSR1\n"
+
+
+def record_dtype(resolution: int) -> np.dtype:
+    return np.dtype([("label", "<i8"), ("pixels", "u1", (resolution, resolution))])
+
+
+def read_records(input_dir: str):
+    import pyarrow.parquet as pq
+
+    files = sorted(glob.glob(os.path.join(input_dir, "**", "*.parquet"), recursive=True))
+    if not files:
+        raise SystemExit(f"no Parquet files under {input_dir}")
+    labels, pixels = [], []
+    for path in files:
+        table = pq.read_table(path, columns=["label", "pixels"])
+        labels.append(table.column("label").to_numpy())
+        raw = table.column("pixels").combine_chunks()
+        width = len(raw[0].as_py()) if len(raw) else 0
+        pixels.append(np.frombuffer(raw.buffers()[2], dtype=np.uint8, count=len(raw) * width).reshape(len(raw), width))
+    return np.concatenate(labels), np.concatenate(pixels), files
+
+
+def resize(pixels: np.ndarray, resolution: int) -> np.ndarray:
+    side = int(round(len(pixels[0]) ** 0.5))
+    images = pixels.reshape(-1, side, side).astype(np.float32)
+    factor = side // resolution
+    if factor * resolution != side:
+        raise SystemExit(f"cannot resize {side}x{side} images to {resolution}x{resolution}")
+    pooled = images.reshape(-1, resolution, factor, resolution, factor).mean(axis=(2, 4))
+    return np.rint(pooled).astype(np.uint8)
+
+
+def write_shard(path: str, records: np.ndarray) -> dict:
+    header = json.dumps({"records": int(len(records)), "dtype": records.dtype.descr}).encode() + b"\n"
+    body = records.tobytes()
+    with open(path, "wb") as f:
+        f.write(MAGIC + header + body)
+    digest = hashlib.sha256(MAGIC + header + body).hexdigest()
+    return {"file": os.path.basename(path), "records": int(len(records)), "bytes": len(MAGIC + header) + len(body),
+            "sha256": digest}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--input-dir", default="/opt/ml/processing/input/data")
+    parser.add_argument("--output-dir", default="/opt/ml/processing/output/shards")
+    parser.add_argument("--shards", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--resolution", type=int, default=8)
+    parser.add_argument("--test-fraction", type=float, default=0.0, help="held out, written to --test-dir")
+    parser.add_argument("--test-dir", default="/opt/ml/processing/output/test")
+    args = parser.parse_args()
+    if args.shards < 1:
+        raise SystemExit(f"--shards must be >= 1, got {args.shards}")
+    if not 0 <= args.test_fraction < 1:
+        raise SystemExit(f"--test-fraction must be in [0, 1), got {args.test_fraction}")
+
+    started = time.time()
+    labels, pixels, files = read_records(args.input_dir)
+    if len(labels) < args.shards:
+        raise SystemExit(f"{len(labels)} records cannot fill {args.shards} shards")
+    dtype = record_dtype(args.resolution)
+    records = np.empty(len(labels), dtype=dtype)
+    records["label"] = labels
+    records["pixels"] = resize(pixels, args.resolution)
+    records = records[np.random.default_rng(args.seed).permutation(len(records))]
+    held_out = int(len(records) * args.test_fraction)
+    test, records = records[:held_out], records[held_out:]
+
+    config_dir = os.path.join(os.environ.get("SAGEMAKER_PROCESSING_ROOT", "/opt/ml"), "config")
+    with open(os.path.join(config_dir, "resourceconfig.json")) as f:
+        host = json.load(f)["current_host"]
+    os.makedirs(args.output_dir, exist_ok=True)
+    shards = []
+    for index, part in enumerate(np.array_split(records, args.shards)):
+        name = f"shard-{host}-{index:05d}-of-{args.shards:05d}.rec"
+        shards.append(write_shard(os.path.join(args.output_dir, name), part))
+    manifest = {"host": host, "seed": args.seed, "records": int(len(records)), "resolution": args.resolution,
+                "source_files": len(files), "shards": shards, "test_records": int(len(test))}
+    if held_out:
+        os.makedirs(args.test_dir, exist_ok=True)
+        manifest["test"] = write_shard(os.path.join(args.test_dir, f"test-{host}.rec"), test)
+    with open(os.path.join(args.output_dir, f"manifest-{host}.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+    elapsed = time.time() - started
+    print(f"wrote {len(shards)} shards, {len(records)} records, "
+          f"{sum(s['bytes'] for s in shards) / 1e6:.1f} MB in {elapsed:.2f}s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
