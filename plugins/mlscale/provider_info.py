@@ -15,13 +15,13 @@ def get_provider_info() -> dict:
             }
         ],
         "operators": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.operators.training"]},
+            {"integration-name": "mlscale", "python-modules": ["mlscale.operators.training", "mlscale.operators.processing"]},
         ],
         "triggers": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.triggers.training"]},
+            {"integration-name": "mlscale", "python-modules": ["mlscale.triggers.sagemaker_job"]},
         ],
         "hooks": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.training_logs"]},
+            {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.job_logs", "mlscale.hooks.sagemaker_jobs"]},
         ],
         "extra-links": ["mlscale.links.TrainingJobLink"],
     }

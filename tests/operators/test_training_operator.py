@@ -10,7 +10,7 @@ from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
 from mlscale.operators import SageMakerScriptTrainingOperator
 from mlscale.specs import SpecError, TrainingSpec
-from mlscale.triggers.training import TrainingJobTrigger
+from mlscale.triggers.sagemaker_job import SageMakerJobTrigger
 from tests.conftest import ROLE_ARN
 
 pytestmark = pytest.mark.emulator
@@ -98,7 +98,7 @@ def test_bad_spec_fails_before_any_aws_call(emulator, clients, tmp_path):
     assert jobs_named(clients["sagemaker"], "operator-tests-badspec") == []
 
 
-def run_trigger(trigger: TrainingJobTrigger) -> dict:
+def run_trigger(trigger: SageMakerJobTrigger) -> dict:
     async def first_event():
         async for event in trigger.run():
             return event.payload
@@ -112,7 +112,7 @@ def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulat
     with pytest.raises(TaskDeferred) as deferred:
         operator.execute(context)
     trigger = deferred.value.trigger
-    assert isinstance(trigger, TrainingJobTrigger) and deferred.value.method_name == "execute_complete"
+    assert isinstance(trigger, SageMakerJobTrigger) and deferred.value.method_name == "execute_complete"
     capfd.readouterr()
     event = run_trigger(trigger)
     assert event["status"] == "Completed"
@@ -138,11 +138,11 @@ def test_stopped_job_fails_the_task(emulator, clients, tmp_path):
 
 
 def test_trigger_serialization_round_trip():
-    trigger = TrainingJobTrigger(job_name="job-1", poll_interval=7, aws_conn_id="aws_x", region_name="eu-west-1",
-                                 verify=False, botocore_config={"retries": {"mode": "standard"}},
-                                 log_positions={"job-1/algo-1-1": [1700000000000, 2]})  # fmt: skip
+    trigger = SageMakerJobTrigger(job_kind="training", job_name="job-1", poll_interval=7, aws_conn_id="aws_x",
+                                  region_name="eu-west-1", verify=False,
+                                  botocore_config={"retries": {"mode": "standard"}})  # fmt: skip
     classpath, kwargs = trigger.serialize()
     module, name = classpath.rsplit(".", 1)
     rebuilt = getattr(__import__(module, fromlist=[name]), name)(**kwargs)
     assert rebuilt.serialize() == (classpath, kwargs)
-    assert classpath == "mlscale.triggers.training.TrainingJobTrigger"
+    assert classpath == "mlscale.triggers.sagemaker_job.SageMakerJobTrigger"

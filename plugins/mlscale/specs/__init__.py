@@ -1,6 +1,7 @@
 """Typed specs: what a stage needs, validated before any AWS call, turned into requests by pure functions."""
 
 from mlscale.specs.errors import SpecError
+from mlscale.specs.processing import ProcessingInput, ProcessingOutput, ProcessingSpec
 from mlscale.specs.training import InputChannel, TrainingSpec
 
-__all__ = ["InputChannel", "SpecError", "TrainingSpec"]
+__all__ = ["InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "SpecError", "TrainingSpec"]

@@ -1,4 +1,4 @@
-"""Follow a training job's CloudWatch log streams, one poll at a time.
+"""Follow a SageMaker job's CloudWatch log streams, one poll at a time.
 
 The provider's SageMakerHook can print logs only from its blocking
 `check_training_status_with_log` loop (describe every 30 s); a trigger needs
@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from airflow.providers.amazon.aws.hooks.sagemaker import Position, SageMakerHook
 
-LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 
+class JobLogTail:
+    """Streams `<job>/algo-N-<epoch>` in a log group such as /aws/sagemaker/TrainingJobs."""
 
-class TrainingLogTail:
-    def __init__(self, hook: SageMakerHook, job_name: str, positions: dict[str, tuple[int, int]] | None = None):
+    def __init__(self, hook: SageMakerHook, log_group: str, job_name: str,
+                 positions: dict[str, tuple[int, int]] | None = None):  # fmt: skip
         self.hook = hook
+        self.log_group = log_group
         self.job_name = job_name
         self.positions: dict[str, Position] = {s: Position(*p) for s, p in (positions or {}).items()}
 
@@ -23,7 +25,7 @@ class TrainingLogTail:
         logs = self.hook.logs_hook.get_conn()
         try:
             pages = logs.get_paginator("describe_log_streams").paginate(
-                logGroupName=LOG_GROUP, logStreamNamePrefix=f"{self.job_name}/"
+                logGroupName=self.log_group, logStreamNamePrefix=f"{self.job_name}/"
             )
             for page in pages:
                 for stream in page["logStreams"]:
@@ -36,7 +38,7 @@ class TrainingLogTail:
         self._discover_streams()
         streams = sorted(self.positions)
         lines = []
-        for index, event in self.hook.multi_stream_iter(LOG_GROUP, streams, dict(self.positions)):
+        for index, event in self.hook.multi_stream_iter(self.log_group, streams, dict(self.positions)):
             stream = streams[index]
             timestamp, skip = self.positions[stream]
             self.positions[stream] = (
