@@ -1,0 +1,1 @@
+"""Athena on the emulator: moto keeps query executions, DuckDB runs the SQL."""

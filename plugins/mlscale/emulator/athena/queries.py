@@ -1,0 +1,99 @@
+"""Query executions that really run: status QUEUED -> RUNNING -> SUCCEEDED/FAILED with the engine's reason."""
+
+from __future__ import annotations
+
+import json
+
+from moto.athena import models as athena_models
+from moto.athena import responses as athena_responses
+
+from mlscale.emulator.executors.athena import QueryRun
+
+_runs: dict[str, QueryRun] = {}
+PAGE_LIMIT = 1000
+
+
+def _start_query_execution(self, query: str, context, config, workgroup, execution_parameters) -> str:
+    execution_id = _moto_start(self, query=query, context=context, config=config, workgroup=workgroup,
+                               execution_parameters=execution_parameters)  # fmt: skip
+    execution = self.executions[execution_id]
+    execution._transitions = []  # moto's state manager must not move it: the run does
+    execution.status = "QUEUED"
+    execution.state_change_reason = None
+    execution.data_scanned = 0
+    execution.engine_millis = 0
+    run = QueryRun(execution, region=self.region_name)
+    _runs[execution_id] = run
+    run.start()
+    return execution_id
+
+
+def _get_query_execution(self, exec_id: str):
+    return self.executions[exec_id]  # no moto advance(): the run moves the state
+
+
+def _response_get_query_execution(self) -> str:
+    exec_id = self._get_param("QueryExecutionId")
+    execution = self.athena_backend.get_query_execution(exec_id)
+    first_word = execution.query.strip().split(None, 1)[0].upper() if execution.query.strip() else ""
+    status = {"State": execution.status, "SubmissionDateTime": execution.start_time}
+    if execution.status in ("SUCCEEDED", "FAILED", "CANCELLED"):
+        status["CompletionDateTime"] = execution.end_time
+    if getattr(execution, "state_change_reason", None):
+        status["StateChangeReason"] = execution.state_change_reason
+        status["AthenaError"] = {"ErrorCategory": 2, "ErrorType": 1006, "Retryable": False,
+                                 "ErrorMessage": execution.state_change_reason}  # fmt: skip
+    result = {
+        "QueryExecution": {
+            "QueryExecutionId": exec_id,
+            "Query": execution.query,
+            "StatementType": "DDL" if first_word in ("ALTER", "CREATE", "DESCRIBE", "DROP", "MSCK", "SHOW") else "DML",
+            "ResultConfiguration": execution.config or {},
+            "QueryExecutionContext": execution.context or {},
+            "Status": status,
+            "Statistics": {"EngineExecutionTimeInMillis": getattr(execution, "engine_millis", 0),
+                           "DataScannedInBytes": getattr(execution, "data_scanned", 0),
+                           "TotalExecutionTimeInMillis": getattr(execution, "engine_millis", 0)},  # fmt: skip
+            "WorkGroup": execution.workgroup.name if execution.workgroup else "primary",
+        }
+    }
+    return json.dumps(result)
+
+
+def _response_get_query_results(self):
+    exec_id = self._get_param("QueryExecutionId")
+    execution = self.athena_backend.get_query_execution(exec_id)
+    if execution.status != "SUCCEEDED":
+        message = (f"Query did not finish successfully. Final query state: {execution.status}"
+                   if execution.status in ("FAILED", "CANCELLED")
+                   else f"Query has not yet finished. Current state: {execution.status}")  # fmt: skip
+        return self.error(message, 400)
+    run = _runs.get(exec_id)
+    header = [[c["Name"] for c in run.columns]] if run and run.columns else []
+    rows = header + (run.rows if run else [])
+    start = int(self._get_param("NextToken") or 0)
+    size = min(int(self._get_param("MaxResults") or PAGE_LIMIT), PAGE_LIMIT)
+    page = rows[start : start + size]
+    body = {
+        "ResultSet": {
+            "Rows": [{"Data": [{} if v is None else {"VarCharValue": v} for v in row]} for row in page],
+            "ResultSetMetadata": {"ColumnInfo": [
+                {"CatalogName": "hive", "SchemaName": "", "TableName": "", "Name": c["Name"], "Label": c["Label"],
+                 "Type": c["Type"], "Precision": 0, "Scale": 0, "Nullable": "UNKNOWN", "CaseSensitive": False}
+                for c in (run.columns if run else [])]},
+        },
+        "UpdateCount": 0,
+    }  # fmt: skip
+    if start + size < len(rows):
+        body["NextToken"] = str(start + size)
+    return json.dumps(body)
+
+
+_moto_start = athena_models.AthenaBackend.start_query_execution
+
+
+def install() -> None:
+    athena_models.AthenaBackend.start_query_execution = _start_query_execution
+    athena_models.AthenaBackend.get_query_execution = _get_query_execution
+    athena_responses.AthenaResponse.get_query_execution = _response_get_query_execution
+    athena_responses.AthenaResponse.get_query_results = _response_get_query_results

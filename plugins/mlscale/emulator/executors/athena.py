@@ -1,0 +1,186 @@
+"""Runs an Athena query for real on DuckDB over the objects in the emulator's S3.
+
+Tables resolve through the Glue Data Catalog to their S3 location; their
+objects are copied to a local cache (DuckDB's httpfs extension cannot be
+downloaded on these machines) and read with hive partitioning. SELECT results
+are written as Athena writes them (<OutputLocation>/<id>.csv) and paged by
+GetQueryResults; UNLOAD writes its files to the TO location, which must be
+empty, as Athena requires.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import logging
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from mlscale.emulator import settings
+from mlscale.emulator.executors import s3io
+from mlscale.emulator.executors.athena_sql import QueryError, Statement, classify, table_references, to_duckdb
+
+log = logging.getLogger(__name__)
+FORMATS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json_auto"}
+
+
+class QueryRun:
+    def __init__(self, execution: Any, region: str):
+        self.execution = execution
+        self.region = region
+        self.work_dir = settings.current().jobs_dir / "athena" / execution.id
+        self.columns: list[dict[str, str]] = []
+        self.rows: list[list[str | None]] = []
+        self.thread = threading.Thread(target=self._run, name=f"athena-{execution.id}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        execution = self.execution
+        execution.status = "RUNNING"
+        started = time.time()
+        try:
+            statement = classify(execution.query)
+            if statement.kind != "ddl":
+                self._execute(statement)
+            if execution.status == "CANCELLED":
+                return
+            execution.status = "SUCCEEDED"
+        except QueryError as error:
+            self._fail(str(error))
+        except Exception as error:  # DuckDB's own errors are the engine's reason, as Athena's are Trino's
+            self._fail(_engine_message(error))
+        finally:
+            execution.end_time = time.time()
+            execution.engine_millis = int((time.time() - started) * 1000)
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def _fail(self, reason: str) -> None:
+        self.execution.status = "FAILED"
+        self.execution.state_change_reason = reason
+        log.info("athena query %s failed: %s", self.execution.id, reason)
+
+    def _execute(self, statement: Statement) -> None:
+        import duckdb
+
+        s3 = settings.aws_client("s3", self.region)
+        glue = settings.aws_client("glue", self.region)
+        default_db = (self.execution.context or {}).get("Database") or "default"
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        connection = duckdb.connect(str(self.work_dir / "query.duckdb"))
+        scanned = 0
+        for database, table in table_references(statement.select_sql):
+            scanned += self._register_table(connection, s3, glue, database or default_db, table)
+        self.execution.data_scanned = scanned
+        connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{default_db}"')
+        connection.execute(f"SET schema = '{default_db}'")  # unqualified names resolve in the context database
+        sql = to_duckdb(statement.select_sql)
+        if statement.kind == "unload":
+            self._unload(connection, s3, sql, statement)
+        else:
+            self._select(connection, s3, sql)
+
+    def _register_table(self, connection, s3, glue, database: str, table: str) -> int:
+        try:
+            described = glue.get_table(DatabaseName=database, Name=table)["Table"]
+        except glue.exceptions.EntityNotFoundException:
+            raise QueryError(f"TABLE_NOT_FOUND: Table 'awsdatacatalog.{database}.{table}' does not exist") from None
+        storage = described.get("StorageDescriptor", {})
+        location = storage.get("Location", "")
+        fmt = _table_format(described)
+        local = self.work_dir / "tables" / database / table
+        scanned = s3io.download_prefix(s3, location.rstrip("/") + "/", local) if location else 0
+        files = [p for p in local.rglob("*") if p.is_file()]
+        connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{database}"')
+        if not files:  # an empty table still has its columns
+            columns = ", ".join(f'NULL::{_duck_type(c["Type"])} AS "{c["Name"]}"'
+                                for c in storage.get("Columns", []) + described.get("PartitionKeys", []))  # fmt: skip
+            connection.execute(f'CREATE VIEW "{database}"."{table}" AS SELECT {columns} WHERE false')
+            return 0
+        reader = FORMATS[fmt]
+        partitioning = "true" if described.get("PartitionKeys") else "false"
+        connection.execute(
+            f"CREATE VIEW \"{database}\".\"{table}\" AS SELECT * FROM {reader}('{local}/**/*', "
+            f"hive_partitioning = {partitioning})"
+        )
+        return scanned
+
+    def _select(self, connection, s3, sql: str) -> None:
+        result = connection.execute(sql)
+        names = [d[0] for d in result.description]
+        types = [str(d[1]) for d in result.description]
+        self.columns = [{"Name": n, "Label": n, "Type": _athena_type(t)} for n, t in zip(names, types)]
+        self.rows = [[_text(v) for v in row] for row in result.fetchall()]
+        output = (self.execution.config or {}).get("OutputLocation")
+        if output:  # moto already appended <id>.csv
+            buffer = io.StringIO()
+            writer = csv.writer(buffer, quoting=csv.QUOTE_ALL, lineterminator="\n")
+            writer.writerow(names)
+            writer.writerows(self.rows)
+            bucket, key = s3io.split_s3_uri(output)
+            s3.put_object(Bucket=bucket, Key=key, Body=buffer.getvalue().encode())
+
+    def _unload(self, connection, s3, sql: str, statement: Statement) -> None:
+        destination = statement.destination.rstrip("/") + "/"
+        if s3io.list_keys(s3, destination):
+            raise QueryError(f"HIVE_PATH_ALREADY_EXISTS: Target directory for table already exists: {destination}. "
+                             "UNLOAD needs an empty location.")  # fmt: skip
+        out = self.work_dir / "unload"
+        out.mkdir(parents=True)
+        options = [f"FORMAT {statement.unload_format}"]
+        if statement.partitioned_by:
+            options.append("PARTITION_BY (" + ", ".join(f'"{c}"' for c in statement.partitioned_by) + ")")
+            target = str(out)
+        else:
+            target = str(out / f"{self.execution.id}_00000.{statement.unload_format.lower()}")
+        connection.execute(f"COPY ({sql}) TO '{target}' ({', '.join(options)})")
+        s3io.upload_directory(s3, out, destination)
+
+
+def _table_format(table: dict) -> str:
+    storage = table.get("StorageDescriptor", {})
+    serde = (storage.get("SerdeInfo", {}).get("SerializationLibrary") or "").lower()
+    input_format = (storage.get("InputFormat") or "").lower()
+    classification = (table.get("Parameters", {}).get("classification") or "").lower()
+    if "parquet" in serde + input_format + classification:
+        return "parquet"
+    if "json" in serde + classification:
+        return "json"
+    if "csv" in serde + classification or "lazysimple" in serde or "textinputformat" in input_format:
+        return "csv"
+    raise QueryError(f"HIVE_UNSUPPORTED_FORMAT: table {table.get('Name')}: the emulator reads Parquet, CSV and JSON")
+
+
+def _duck_type(glue_type: str) -> str:
+    mapping = {"string": "VARCHAR", "int": "INTEGER", "bigint": "BIGINT", "double": "DOUBLE", "float": "FLOAT",
+               "boolean": "BOOLEAN", "binary": "BLOB", "date": "DATE", "timestamp": "TIMESTAMP"}  # fmt: skip
+    return mapping.get(glue_type.lower(), "VARCHAR")
+
+
+def _athena_type(duck_type: str) -> str:
+    upper = duck_type.upper()
+    for prefix, athena in (("BIGINT", "bigint"), ("INTEGER", "integer"), ("DOUBLE", "double"), ("FLOAT", "real"),
+                           ("BOOLEAN", "boolean"), ("VARCHAR", "varchar"), ("BLOB", "varbinary"), ("DATE", "date"),
+                           ("TIMESTAMP", "timestamp"), ("DECIMAL", "decimal"), ("HUGEINT", "decimal")):  # fmt: skip
+        if upper.startswith(prefix):
+            return athena
+    return "varchar"
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        return " ".join(f"{b:02x}" for b in value)  # Athena shows varbinary as hex
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _engine_message(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
