@@ -1,66 +1,186 @@
-"""mlscale's example pipeline: stage the digits data, then train a CNN with DDP on SageMaker.
+"""mlscale's example pipeline, after the AWS whitepaper *Power Machine Learning at Scale*.
+
+    stage_raw_data -> etl (Athena UNLOAD) -> plan_shards (storage advisor)
+        -> shard (SageMaker Processing) -> train (SageMaker, DDP)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
-differs (`endpoint_url` in its extra points it at the emulator). Later stages
-(ETL, data quality, shards, evaluation, compilation, deployment) hang off
-this spine as they are built.
+differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
+run works on its data interval, so backfills retrain on past weeks.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pendulum
+from airflow.providers.amazon.aws.operators.athena import AthenaOperator
 from airflow.sdk import DAG, Param, task
 
-from mlscale.operators import SageMakerScriptTrainingOperator
-from mlscale.specs import TrainingSpec
+from mlscale.operators import SageMakerProcessingScriptOperator, SageMakerScriptTrainingOperator
+from mlscale.specs import ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
 
 AWS_CONN_ID = os.environ.get("MLSCALE_AWS_CONN_ID", "aws_default")
 BUCKET = os.environ.get("MLSCALE_BUCKET", "mlscale-demo")
 ROLE_ARN = os.environ.get("MLSCALE_ROLE_ARN", "arn:aws:iam::123456789012:role/mlscale-sagemaker")
-# AWS's PyTorch training container (CPU); pick the region's registry on AWS.
+DATABASE = os.environ.get("MLSCALE_GLUE_DATABASE", "mlscale")
+# AWS's PyTorch containers (CPU); use your region's registry on AWS.
 TRAINING_IMAGE = os.environ.get(
     "MLSCALE_TRAINING_IMAGE",
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5.1-cpu-py311-ubuntu22.04-sagemaker",
 )
+PROCESSING_IMAGE = os.environ.get("MLSCALE_PROCESSING_IMAGE", TRAINING_IMAGE)
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
+RAW_PREFIX = f"s3://{BUCKET}/mlscale/raw/digits/"
+LOADER_WORKERS = 1
+
+
+def _xcom(task_id: str, key: str) -> str:
+    return f"{{{{ ti.xcom_pull(task_ids='{task_id}')['{key}'] }}}}"
+
+
+def training_window(start, end, days: int = 7):
+    """The days to train on: the data interval, or for a manual run (a zero-width interval) the week before it."""
+    if end <= start:
+        end = end.start_of("day")
+        return end.subtract(days=days), end
+    return start.start_of("day"), end.start_of("day")
+
+
+def _clear_prefix(context) -> None:
+    """Before each ETL try: UNLOAD needs an empty location, and a failed try may have left files."""
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    uri = context["ti"].xcom_pull(task_ids="stage_raw_data")["etl_prefix"]
+    hook = S3Hook(aws_conn_id=AWS_CONN_ID)
+    bucket, prefix = hook.parse_s3_url(uri)
+    keys = hook.list_keys(bucket_name=bucket, prefix=prefix)
+    if keys:
+        hook.delete_objects(bucket=bucket, keys=keys)
+
 
 with DAG(
     dag_id="mlscale_pipeline",
-    description="ETL -> train -> evaluate -> deploy, after the AWS whitepaper Power Machine Learning at Scale",
+    description="ETL -> shards -> distributed training, after the AWS whitepaper Power Machine Learning at Scale",
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    schedule=None,
+    schedule="@weekly",
     catchup=False,
     max_active_runs=2,
     render_template_as_native_obj=True,
+    template_searchpath=[str(INCLUDE)],
     tags=["mlscale", "sagemaker"],
     params={
+        "database": Param(DATABASE, type="string", description="Glue database of the raw table"),
+        "records_per_day": Param(10_000, type="integer", minimum=100, maximum=1_000_000,
+                                 description="Raw records the generator writes per day of the interval"),
         "instance_type": Param("ml.c5.xlarge", type="string", pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$",
                                description="SageMaker training instance type"),
         "instance_count": Param(2, type="integer", minimum=1, maximum=16,
                                 description="Training instances; more than one trains with DDP"),
-        "epochs": Param(12, type="integer", minimum=1, maximum=200),
+        "gpus_per_instance": Param(1, type="integer", minimum=1, maximum=16,
+                                   description="For the storage advisor (a CPU instance counts as 1)"),
+        "samples_per_second": Param(5000, type="integer", minimum=1,
+                                    description="Expected training throughput per GPU, for the storage advisor"),
+        "epochs": Param(4, type="integer", minimum=1, maximum=200),
         "poll_interval": Param(5, type="integer", minimum=1, maximum=300,
                                description="Seconds between status checks of long-running jobs"),
     },  # fmt: skip
 ) as dag:
 
     @task
-    def stage_raw_data(data_interval_start=None) -> dict:
-        """Put the raw digits data in S3 (the data-stage issue replaces this with Athena ETL)."""
+    def stage_raw_data(params=None, data_interval_start=None, data_interval_end=None, run_id=None) -> dict:
+        """Make sure the interval's raw partitions exist (the generator stands in for upstream systems)."""
+        import sys
+
+        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-        from mlscale.datasets.digits import stage_digits
+        from mlscale.hooks.catalog import ensure_parquet_table
 
+        sys.path.insert(0, str(INCLUDE / "data"))
+        from digits_raw import write_day
+
+        start, end = training_window(data_interval_start, data_interval_end)
         s3 = S3Hook(aws_conn_id=AWS_CONN_ID)
         if not s3.check_for_bucket(BUCKET):
             s3.create_bucket(BUCKET)
-        prefix = f"mlscale/raw/digits/dt={data_interval_start:%Y-%m-%d}"
-        return stage_digits(s3.get_conn(), BUCKET, prefix)
+        bucket, prefix = s3.parse_s3_url(RAW_PREFIX)
+        written = []
+        day = start
+        while day < end:
+            if not s3.list_keys(bucket_name=bucket, prefix=f"{prefix}dt={day:%Y-%m-%d}/"):
+                written.append(write_day(s3.get_conn(), bucket, prefix, day.date(), params["records_per_day"]))
+            day = day.add(days=1)
+        glue = AwsBaseHook(aws_conn_id=AWS_CONN_ID, client_type="glue").get_conn()
+        ensure_parquet_table(glue, params["database"], "raw_digits", RAW_PREFIX,
+                             {"record_id": "string", "label": "bigint", "pixels": "binary"}, date_partition="dt")  # fmt: skip
+        run_slug = re.sub(r"[^A-Za-z0-9=-]+", "-", run_id).strip("-")
+        return {
+            "window_start": start.to_date_string(),
+            "window_end": end.to_date_string(),
+            "days_written": len(written),
+            "etl_prefix": f"s3://{BUCKET}/mlscale/etl/{run_slug}/",
+            "run_prefix": f"s3://{BUCKET}/mlscale/runs/{run_slug}",
+        }
 
     raw = stage_raw_data()
+
+    etl = AthenaOperator(
+        task_id="etl",
+        aws_conn_id=AWS_CONN_ID,
+        query="sql/etl_digits.sql",
+        database="{{ params.database }}",
+        output_location=f"s3://{BUCKET}/mlscale/athena-results/",
+        sleep_time=2,
+        on_execute_callback=_clear_prefix,
+    )
+
+    @task
+    def plan_shards(params=None, ti=None) -> dict:
+        """Measure the ETL output; the storage advisor picks the input mode and the shard count."""
+        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+        from mlscale.advisors.sharding import plan_shards as shard_plan
+        from mlscale.advisors.storage import StorageNeeds, advise_storage
+        from mlscale.hooks.catalog import parquet_stats
+
+        stats = parquet_stats(S3Hook(aws_conn_id=AWS_CONN_ID).get_conn(), ti.xcom_pull(task_ids="stage_raw_data")["etl_prefix"])
+        if stats["rows"] == 0:
+            raise ValueError("etl: the data interval holds no valid records; nothing to train on")
+        choice = advise_storage(StorageNeeds(
+            dataset_bytes=stats["bytes"], object_count=stats["objects"], epochs=params["epochs"],
+            instances=params["instance_count"], gpus_per_instance=params["gpus_per_instance"],
+            samples_per_second_per_gpu=params["samples_per_second"], bytes_per_sample=stats["bytes"] / stats["rows"]))  # fmt: skip
+        plan = shard_plan(stats["bytes"], stats["rows"], params["instance_count"], LOADER_WORKERS)
+        print(f"ETL output: {stats}; storage: {choice.reason} Shards: {plan.reason}")
+        return {"etl": stats, "storage": choice.to_dict(), "shards": plan.to_dict(),
+                "input_mode": choice.input_mode or "File"}  # fmt: skip
+
+    plan = plan_shards()
+
+    shard = SageMakerProcessingScriptOperator(
+        task_id="shard",
+        aws_conn_id=AWS_CONN_ID,
+        poll_interval="{{ params.poll_interval }}",
+        spec=ProcessingSpec(
+            script=str(INCLUDE / "processing" / "shard.py"),
+            role_arn=ROLE_ARN,
+            image_uri=PROCESSING_IMAGE,
+            code_location=f"s3://{BUCKET}/mlscale/code/processing",
+            arguments=["--shards", "{{ ti.xcom_pull(task_ids='plan_shards')['shards']['shards'] }}",
+                       "--seed", "{{ data_interval_start.strftime('%Y%m%d') }}", "--test-fraction", "0.1"],
+            inputs={"data": ProcessingInput(_xcom("stage_raw_data", "etl_prefix"), "/opt/ml/processing/input/data")},
+            outputs={
+                "shards": ProcessingOutput("/opt/ml/processing/output/shards",
+                                           _xcom("stage_raw_data", "run_prefix") + "/shards/train/"),
+                "test": ProcessingOutput("/opt/ml/processing/output/test",
+                                         _xcom("stage_raw_data", "run_prefix") + "/shards/test/"),
+            },  # fmt: skip
+            instance_type="ml.m5.xlarge",
+            max_runtime_seconds=3600,
+        ),
+    )
 
     train = SageMakerScriptTrainingOperator(
         task_id="train",
@@ -75,19 +195,20 @@ with DAG(
             instance_type="{{ params.instance_type }}",
             instance_count="{{ params.instance_count }}",
             distribution="torch_distributed",
-            hyperparameters={"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.003},
-            inputs={
-                "train": "{{ ti.xcom_pull(task_ids='stage_raw_data')['train'] }}",
-                "test": "{{ ti.xcom_pull(task_ids='stage_raw_data')['test'] }}",
-            },
+            hyperparameters={"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.003,
+                             "loader-workers": LOADER_WORKERS},  # fmt: skip
+            inputs={"train": "{{ ti.xcom_pull(task_ids='shard')['outputs']['shards'] }}",
+                    "test": "{{ ti.xcom_pull(task_ids='shard')['outputs']['test'] }}"},  # fmt: skip
+            input_mode=_xcom("plan_shards", "input_mode"),
             metric_definitions={
                 "train:loss": r"train_loss=([0-9.]+)",
                 "test:loss": r"test_loss=([0-9.]+)",
                 "test:accuracy": r"test_accuracy=([0-9.]+)",
+                "data:wait_fraction": r"data_wait_fraction=([0-9.]+)",
             },
             max_runtime_seconds=3600,
             tags={"project": "mlscale"},
         ),
     )
 
-    raw >> train
+    raw >> etl >> plan >> shard >> train

@@ -72,12 +72,19 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_summary(result: dict, wall_seconds: float) -> None:
-    train = result["xcoms"].get("train") or {}
+    xcoms = result["xcoms"]
+    train = xcoms.get("train") or {}
     metrics = train.get("final_metrics", {})
+    plan = xcoms.get("plan_shards") or {}
+    etl, storage, shards = plan.get("etl", {}), plan.get("storage", {}), plan.get("shards", {})
     lines = [
         "",
         "mlscale demo summary",
         f"  DAG run          {result['run_id']}: {result['state']}",
+        f"  ETL output       {etl.get('rows', '-')} rows, {etl.get('bytes', 0) / 1e6:.1f} MB in {etl.get('objects', '-')} object(s)",
+        f"  storage advisor  {storage.get('storage', '-')} {storage.get('input_mode') or ''}: {storage.get('reason', '-')}",
+        f"  shards           {shards.get('shards', '-')} x ~{shards.get('records_per_shard', '-')} records "
+        f"(~{shards.get('bytes_per_shard', 0) / 1e6:.2f} MB): {shards.get('reason', '-')}",
         f"  training job     {train.get('job_name', '-')}",
         f"  instances        {train.get('instance_count', '-')} x {train.get('instance_type', '-')}",
         f"  test accuracy    {metrics.get('test:accuracy', '-')}",

@@ -16,9 +16,10 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert {"stage_raw_data", "train"} <= set(dag.task_ids)
+    assert sorted(dag.task_ids) == ["etl", "plan_shards", "shard", "stage_raw_data", "train"]
     assert dag.params["instance_count"] == 2
-    assert dag.get_task("train").upstream_task_ids == {"stage_raw_data"}
+    assert dag.get_task("etl").upstream_task_ids == {"stage_raw_data"}
+    assert dag.get_task("train").upstream_task_ids == {"shard"}
 
 
 @pytest.mark.e2e
@@ -33,6 +34,9 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
     summary = out[out.index("mlscale demo summary"):]
     assert re.search(r"DAG run\s+\S+: success", summary)
+    assert re.search(r"ETL output\s+70000 rows", summary)  # 7 days x 10,000 records, deduplicated by Athena
+    assert re.search(r"storage advisor\s+s3 File: ", summary)
+    assert re.search(r"shards\s+2 x ~35000 records", summary)
     assert re.search(r"instances\s+2 x ml\.c5\.xlarge", summary)
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.95
     job = re.search(r"training job\s+(\S+)", summary).group(1)

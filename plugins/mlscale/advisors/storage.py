@@ -23,6 +23,7 @@ FILE_MODE_MAX_BYTES = 50 * GB  # File mode is fine below 50-100 GB: take the cau
 S3_GETS_PER_PREFIX = 5_500  # GET/HEAD per second per partitioned prefix
 S3_PART_BYTES = 8 * 1024 * 1024  # s3transfer's chunk: one GET per 8 MiB of a large object
 SMALL_OBJECT_BYTES = 50 * MB  # objects under this are worth packing into ~150 MB+ shards
+MIN_SHARD_BYTES = 150 * MB
 S3_HEADROOM = 0.5  # plan on half the request budget: other readers share the prefix
 SCRATCH_2_MBPS_PER_TIB = 200
 PERSISTENT_2_TIERS = (125, 250, 500, 1000)  # MB/s per TiB
@@ -78,6 +79,10 @@ class StorageChoice:
         return asdict(self)
 
 
+def _size(num_bytes: float) -> str:
+    return f"{num_bytes / GB:.1f} GB" if num_bytes >= GB else f"{num_bytes / MB:.1f} MB"
+
+
 def fsx_capacity_gib(needed_gib: float) -> int:
     """Round up to a valid SSD Lustre size: 1200 GiB, then multiples of 2400 GiB."""
     if needed_gib <= FIRST_STEP_GIB:
@@ -96,7 +101,8 @@ def advise_storage(needs: StorageNeeds) -> StorageChoice:
     required = needs.required_bytes_per_second
     s3_capacity = s3_capacity_bytes_per_second(needs)
     average_object = needs.dataset_bytes / needs.object_count
-    small_objects = average_object < SMALL_OBJECT_BYTES
+    # Packing only helps when there is enough data to fill a shard of the recommended size.
+    small_objects = average_object < SMALL_OBJECT_BYTES and needs.dataset_bytes >= MIN_SHARD_BYTES
     common = dict(required_mb_per_s=round(required / MB, 1), s3_capacity_mb_per_s=round(s3_capacity / MB, 1),
                   pack_into_shards=small_objects)  # fmt: skip
     shard_note = (f" Objects average {average_object / MB:.1f} MB: pack them into ~150 MB-1 GB shards."
@@ -106,7 +112,7 @@ def advise_storage(needs: StorageNeeds) -> StorageChoice:
         return StorageChoice("efs", None, "The data already lives on EFS: mount it (FileSystemDataSource) "
                              "rather than copy it." + shard_note, **common)  # fmt: skip
     if needs.dataset_bytes <= FILE_MODE_MAX_BYTES:
-        return StorageChoice("s3", "File", f"{needs.dataset_bytes / GB:.1f} GB fits File mode (below "
+        return StorageChoice("s3", "File", f"{_size(needs.dataset_bytes)} fits File mode (below "
                              f"{FILE_MODE_MAX_BYTES / GB:.0f} GB): each instance copies it once and reads it "
                              "locally every epoch." + shard_note, **common)  # fmt: skip
     if required <= s3_capacity and not small_objects:

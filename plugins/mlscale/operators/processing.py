@@ -37,7 +37,7 @@ class SageMakerProcessingScriptOperator(SageMakerJobOperator):
         upload_if_missing(s3, script, code_uri)
         request = build_processing_request(self.spec, job_name=job_name, code_uri=code_uri)
         self.log.info("Creating processing job %s: %s x %s running %s %s", job_name, self.spec.instance_count,
-                      self.spec.instance_type, Path(self.spec.script).name, " ".join(self.spec.arguments))  # fmt: skip
+                      self.spec.instance_type, Path(self.spec.script).name, " ".join(map(str, self.spec.arguments)))  # fmt: skip
         self.hook.conn.create_processing_job(**request)
 
     def _result(self, description: dict) -> dict[str, Any]:

@@ -61,7 +61,7 @@ class ProcessingSpec:
                 "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)", self.role_arn)  # fmt: skip
         require(bool(self.image_uri), "image_uri", "is required (the processing container image)")
         rules.s3_uri(self.code_location, "code_location")
-        require(all(isinstance(a, str) for a in self.arguments), "arguments", "must be strings", self.arguments)
+        require(isinstance(self.arguments, list), "arguments", "must be a list", self.arguments)
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         rules.in_range(self.volume_size_gb, "volume_size_gb", 1, 16384)
         rules.in_range(self.max_runtime_seconds, "max_runtime_seconds", 1, 5 * 24 * 3600)
@@ -98,7 +98,8 @@ def build_processing_request(spec: ProcessingSpec, *, job_name: str, code_uri: s
         "RoleArn": spec.role_arn,
         "AppSpecification": {"ImageUri": spec.image_uri,
                              "ContainerEntrypoint": ["python3", f"{CODE_DIR}/{script_name}"],
-                             "ContainerArguments": list(spec.arguments)},  # fmt: skip
+                             # templates may render numbers natively; the container gets strings
+                             "ContainerArguments": [str(a) for a in spec.arguments]},  # fmt: skip
         "ProcessingInputs": inputs,
         "ProcessingResources": {"ClusterConfig": {"InstanceCount": spec.instance_count,
                                                   "InstanceType": spec.instance_type,

@@ -85,7 +85,7 @@ class TrainingSpec:
     code_location: str | None = None
 
     template_fields = ("hyperparameters", "inputs", "output_path", "role_arn", "source_dir", "image_uri",
-                       "instance_type", "instance_count", "distribution", "checkpoint_s3_uri",
+                       "instance_type", "instance_count", "distribution", "input_mode", "checkpoint_s3_uri",
                        "environment", "tags", "code_location")  # fmt: skip
 
     def channels(self) -> dict[str, InputChannel]:

@@ -36,8 +36,11 @@ class Statement:
     partitioned_by: list[str] = field(default_factory=list)
 
 
+_COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
 def classify(query: str) -> Statement:
-    text = query.strip().rstrip(";")
+    text = _COMMENTS.sub(" ", query).strip().rstrip(";").strip()
     if _DATABASE_DDL.match(text):
         return Statement("ddl")
     unload = _UNLOAD.match(text)
