@@ -1,7 +1,7 @@
 """mlscale's example pipeline, after the AWS whitepaper *Power Machine Learning at Scale*.
 
-    stage_raw_data -> etl (Athena UNLOAD) -> plan_shards (storage advisor)
-        -> shard (SageMaker Processing) -> train (SageMaker, DDP)
+    stage_raw_data -> etl (Athena UNLOAD) -> quality (Athena aggregates, plots, gate)
+        -> plan_shards (storage advisor) -> shard (SageMaker Processing) -> train (SageMaker, DDP)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
 differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
@@ -18,7 +18,7 @@ import pendulum
 from airflow.providers.amazon.aws.operators.athena import AthenaOperator
 from airflow.sdk import DAG, Param, task
 
-from mlscale.operators import SageMakerProcessingScriptOperator, SageMakerScriptTrainingOperator
+from mlscale.operators import DataQualityOperator, SageMakerProcessingScriptOperator, SageMakerScriptTrainingOperator
 from mlscale.specs import ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
 
 AWS_CONN_ID = os.environ.get("MLSCALE_AWS_CONN_ID", "aws_default")
@@ -83,6 +83,9 @@ with DAG(
         "samples_per_second": Param(5000, type="integer", minimum=1,
                                     description="Expected training throughput per GPU, for the storage advisor"),
         "epochs": Param(4, type="integer", minimum=1, maximum=200),
+        "quality": Param({"min_rows": 1000, "max_missing_fraction": 0.01, "max_duplicate_fraction": 0.01,
+                          "min_label_share": 0.05, "max_drift_psi": 0.2}, type="object",
+                         description="Data-quality thresholds; a failed check stops the run"),
         "poll_interval": Param(5, type="integer", minimum=1, maximum=300,
                                description="Seconds between status checks of long-running jobs"),
     },  # fmt: skip
@@ -134,6 +137,19 @@ with DAG(
         output_location=f"s3://{BUCKET}/mlscale/athena-results/",
         sleep_time=2,
         on_execute_callback=_clear_prefix,
+    )
+
+    quality = DataQualityOperator(
+        task_id="quality",
+        aws_conn_id=AWS_CONN_ID,
+        database="{{ params.database }}",
+        table="raw_digits",
+        where=("dt >= '" + _xcom("stage_raw_data", "window_start") + "' AND dt < '"
+               + _xcom("stage_raw_data", "window_end") + "'"),
+        data_prefix=_xcom("stage_raw_data", "etl_prefix"),
+        report_prefix=f"s3://{BUCKET}/mlscale/quality",
+        output_location=f"s3://{BUCKET}/mlscale/athena-results/",
+        thresholds="{{ params.quality }}",
     )
 
     @task
@@ -211,4 +227,4 @@ with DAG(
         ),
     )
 
-    raw >> etl >> plan >> shard >> train
+    raw >> etl >> quality >> plan >> shard >> train

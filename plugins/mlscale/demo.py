@@ -82,6 +82,7 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         "mlscale demo summary",
         f"  DAG run          {result['run_id']}: {result['state']}",
         f"  ETL output       {etl.get('rows', '-')} rows, {etl.get('bytes', 0) / 1e6:.1f} MB in {etl.get('objects', '-')} object(s)",
+        f"  data quality     {(xcoms.get('quality') or {}).get('verdict', '-')}: {(xcoms.get('quality') or {}).get('report_uri', '-')}",
         f"  storage advisor  {storage.get('storage', '-')} {storage.get('input_mode') or ''}: {storage.get('reason', '-')}",
         f"  shards           {shards.get('shards', '-')} x ~{shards.get('records_per_shard', '-')} records "
         f"(~{shards.get('bytes_per_shard', 0) / 1e6:.2f} MB): {shards.get('reason', '-')}",

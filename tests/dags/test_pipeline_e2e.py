@@ -16,9 +16,10 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["etl", "plan_shards", "shard", "stage_raw_data", "train"]
+    assert sorted(dag.task_ids) == ["etl", "plan_shards", "quality", "shard", "stage_raw_data", "train"]
     assert dag.params["instance_count"] == 2
     assert dag.get_task("etl").upstream_task_ids == {"stage_raw_data"}
+    assert dag.get_task("plan_shards").upstream_task_ids == {"quality"}
     assert dag.get_task("train").upstream_task_ids == {"shard"}
 
 
@@ -35,6 +36,7 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     summary = out[out.index("mlscale demo summary"):]
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"ETL output\s+70000 rows", summary)  # 7 days x 10,000 records, deduplicated by Athena
+    assert re.search(r"data quality\s+passed: s3://mlscale-demo/mlscale/quality/.+/report.html", summary)
     assert re.search(r"storage advisor\s+s3 File: ", summary)
     assert re.search(r"shards\s+2 x ~35000 records", summary)
     assert re.search(r"instances\s+2 x ml\.c5\.xlarge", summary)

@@ -1,0 +1,77 @@
+"""DataQualityOperator against the emulator: Athena aggregates, plots and report in S3, the gate."""
+
+from __future__ import annotations
+
+import io
+import sys
+from datetime import date
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from airflow.sdk.exceptions import AirflowException
+
+from mlscale.hooks.catalog import ensure_parquet_table
+from mlscale.operators import DataQualityOperator
+from tests.conftest import REPO
+from tests.operators.test_training_operator import FakeTI
+
+pytestmark = pytest.mark.emulator
+sys.path.insert(0, str(REPO / "include" / "data"))
+from digits_raw import generate_day  # noqa: E402
+
+
+def stage(clients, emulator, table: str, duplicate_share: float = 0.0) -> str:
+    import boto3
+
+    data = generate_day(date(2026, 10, 5), 2000)
+    if duplicate_share:
+        extra = data.slice(0, int(2000 * duplicate_share))
+        data = pa.concat_tables([data, extra])
+    buffer = io.BytesIO()
+    pq.write_table(data, buffer)
+    prefix = f"quality/{table}/"
+    clients["s3"].put_object(Bucket="mlscale-test", Key=f"{prefix}dt=2026-10-05/part-0.parquet", Body=buffer.getvalue())
+    glue = boto3.client("glue", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+    ensure_parquet_table(glue, "quality_test", table, f"s3://mlscale-test/{prefix}",
+                         {"record_id": "string", "label": "bigint", "pixels": "binary"}, date_partition="dt")  # fmt: skip
+    return f"s3://mlscale-test/{prefix}"
+
+
+def operator(table: str, prefix: str, run: str) -> tuple[DataQualityOperator, dict]:
+    op = DataQualityOperator(task_id="quality", database="quality_test", table=table, where="dt >= '2026-10-01'",
+                             data_prefix=prefix, report_prefix=f"s3://mlscale-test/quality-reports/{table}",
+                             output_location="s3://mlscale-test/athena-results/", sleep_time=0.2)  # fmt: skip
+    ti = FakeTI("quality", run_id=run)
+    return op, {"ti": ti}
+
+
+def test_duplicates_stop_the_pipeline_with_the_check_value_and_threshold(emulator, clients):
+    prefix = stage(clients, emulator, "dupes", duplicate_share=0.1)
+    op, context = operator("dupes", prefix, "manual__1")
+    with pytest.raises(AirflowException, match=r"duplicate_fraction failed: 0.09091 \(must be <= 0.01\)"):
+        op.execute(context)
+    result = context["ti"].pushed["quality"]
+    assert result["verdict"] == "failed"
+    report = clients["s3"].get_object(Bucket="mlscale-test", Key=result["report_uri"].split("/", 3)[3])["Body"].read()
+    assert b"FAILED" in report and b"duplicate_fraction" in report
+
+
+def test_clean_data_passes_and_the_next_run_measures_drift(emulator, clients):
+    prefix = stage(clients, emulator, "clean")
+    op, context = operator("clean", prefix, "manual__1")
+    first = op.execute(context)
+    assert first["verdict"] == "passed" and first["rows"] == 2000 and first["drift"] == {}
+    png = clients["s3"].get_object(Bucket="mlscale-test", Key=first["plots"][0].split("/", 3)[3])["Body"].read()
+    assert png.startswith(b"\x89PNG")
+    second = operator("clean", prefix, "manual__2")[0].execute(operator("clean", prefix, "manual__2")[1])
+    assert second["drift"]["label_psi"] == pytest.approx(0.0) and len(second["plots"]) == 3  # drift.png too
+
+
+def test_bad_threshold_is_refused_before_any_query(emulator, clients):
+    from mlscale.specs import SpecError
+
+    op, context = operator("clean", "s3://mlscale-test/nowhere/", "manual__3")
+    op.thresholds = {"max_dupes": 0.1}
+    with pytest.raises(SpecError, match="thresholds: unknown threshold"):
+        op.execute(context)
