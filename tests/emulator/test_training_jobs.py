@@ -31,7 +31,7 @@ def start(clients, name, files, **kwargs):
 
 
 def test_ddp_on_two_instances_averages_gradients(clients, digits_data):
-    start(clients, "ddp-two-hosts", {"train.py": (TRAINING_DIR / "train.py").read_text()},
+    start(clients, "ddp-two-hosts", {f: (TRAINING_DIR / f).read_text() for f in ("train.py", "shard_loader.py")},
           instance_count=2, distributed=True, hyperparameters={"epochs": 4},
           channels={"train": digits_data["train"], "test": digits_data["test"]}, metrics=METRICS)  # fmt: skip
     first = clients["sagemaker"].describe_training_job(TrainingJobName="ddp-two-hosts")
@@ -77,6 +77,13 @@ import sys
 print("loading data")
 raise ValueError("learning rate must be positive, got -1")
 """
+
+
+def test_failure_under_torchrun_names_the_scripts_error_first(clients):
+    start(clients, "fails-under-torchrun", {"train.py": FAILING}, instance_count=2, distributed=True)
+    reason = wait_for_job(clients["sagemaker"], "fails-under-torchrun")["FailureReason"]
+    # torchrun ends stderr with its own summary; the reason leads with the script's exception
+    assert 'ErrorMessage "ValueError: learning rate must be positive, got -1' in reason
 
 
 def test_failure_reports_the_scripts_error(clients):

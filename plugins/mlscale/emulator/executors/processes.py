@@ -34,7 +34,7 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def launch(command: list[str], *, cwd, env: dict[str, str], on_line, stderr_tail_lines: int = 40):
+def launch(command: list[str], *, cwd, env: dict[str, str], on_line, stderr_tail_lines: int = 100):
     """Start a job process in its own session; feed every output line to `on_line`.
 
     Returns the process and a deque holding the last lines of its stderr (for

@@ -305,7 +305,10 @@ class TrainingRun:
         if layout.failure_file.exists():
             text = layout.failure_file.read_text(errors="replace")
         else:
-            message = "\n".join(tail)[-700:]
+            message = "\n".join(tail)[-600:]
+            cause = _root_cause(tail)
+            if cause and not message.startswith(cause):
+                message = f"{cause}\n...\n{message}"
             if code in (137, -9):
                 message = "OutOfMemory: Process killed by SIGKILL (signal 9)\n" + message
             command = " ".join(self._processes[index].command)  # type: ignore[attr-defined]
@@ -333,6 +336,17 @@ class TrainingRun:
         uri = (self.job.checkpoint_config or {}).get("S3Uri")
         if uri and layout.checkpoint_dir.exists():
             s3io.upload_directory(s3, layout.checkpoint_dir, uri)
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
+
+
+def _root_cause(lines) -> str | None:
+    """The first exception line in stderr: under torchrun the script's, before torchrun's own summary."""
+    for line in lines:
+        if _EXCEPTION_LINE.match(line.strip()) and "ChildFailedError" not in line:
+            return line.strip()[:300]
+    return None
 
 
 def _gpu_count() -> int:
