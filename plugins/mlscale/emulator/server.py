@@ -15,11 +15,13 @@ log = logging.getLogger(__name__)
 def install_services() -> None:
     """Patch moto's backends where mlscale does the work moto only records."""
     from mlscale.emulator.athena import queries
+    from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.sagemaker import processing, training
 
     training.install()
     processing.install()
     queries.install()
+    fsx.install()
 
 
 def shutdown_services() -> None:

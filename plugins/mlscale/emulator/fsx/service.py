@@ -1,0 +1,264 @@
+"""FSx patches: Lustre lifecycle, idempotent creates, data repository associations and tasks.
+
+A file system is a directory under <emulator home>/fsx/<id>; an association
+links a directory in it to an S3 prefix; an import task really copies the
+objects in (on AWS it imports metadata and loads content lazily on first
+read: here the first read is warm). Export writes files back to S3.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from moto.fsx import models as fsx_models
+from moto.fsx import responses as fsx_responses
+
+from mlscale.emulator import settings
+from mlscale.emulator.executors import s3io
+from mlscale.emulator.fsx.models import (
+    MAX_ASSOCIATIONS,
+    TASK_TYPES,
+    Association,
+    FSxError,
+    RepositoryTask,
+    check_lustre_request,
+    mount_name,
+)
+
+CREATE_SECONDS = 0.5  # CREATING -> AVAILABLE (minutes on AWS)
+_associations: dict[str, Association] = {}
+_tasks: dict[str, RepositoryTask] = {}
+_tokens: dict[tuple[str, str], str] = {}  # (operation, ClientRequestToken) -> resource id
+
+
+def local_root(file_system_id: str) -> Path:
+    return settings.current().home / "fsx" / file_system_id
+
+
+def resolve_directory(file_system_id: str, directory_path: str) -> Path:
+    """Where `/<mount name>/some/path` of a file system lives on this machine."""
+    parts = directory_path.strip("/").split("/", 1)
+    if not parts or parts[0] != mount_name(file_system_id):
+        raise FSxError("BadRequest", f"DirectoryPath {directory_path} must start with the mount name "
+                       f"/{mount_name(file_system_id)}")  # fmt: skip
+    return local_root(file_system_id) / (parts[1] if len(parts) > 1 else "")
+
+
+def _later(seconds: float, action) -> None:
+    timer = threading.Timer(seconds, action)
+    timer.daemon = True
+    timer.start()
+
+
+def _error(self, error: FSxError):
+    return json.dumps({"__type": error.code, "Message": error.message}), {"status": 400}
+
+
+# -- file systems ---------------------------------------------------------------------------------
+
+def _to_dict(self) -> dict[str, Any]:
+    data = _moto_to_dict(self)
+    data["Lifecycle"] = getattr(self, "lifecycle", "AVAILABLE")
+    data["CreationTime"] = getattr(self, "created", time.time())
+    data["OwnerId"] = settings.ACCOUNT_ID
+    if self.file_system_type == "LUSTRE":
+        lustre = dict(self.lustre_configuration or {})
+        lustre.setdefault("DeploymentType", "SCRATCH_1")
+        lustre["MountName"] = mount_name(self.file_system_id)
+        data["LustreConfiguration"] = lustre
+    return data
+
+
+def _response_create_file_system(self):
+    params = json.loads(self.body)
+    token = params.get("ClientRequestToken")
+    if token and ("fs", token) in _tokens and _tokens[("fs", token)] in self.fsx_backend.file_systems:
+        return json.dumps({"FileSystem": self.fsx_backend.file_systems[_tokens[("fs", token)]].to_dict()})
+    if params.get("FileSystemType") == "LUSTRE":
+        try:
+            check_lustre_request(params.get("StorageCapacity", 0), params.get("SubnetIds", []),
+                                 params.get("LustreConfiguration") or {})  # fmt: skip
+        except FSxError as error:
+            return _error(self, error)
+    body = json.loads(_moto_create_file_system(self))
+    file_system = self.fsx_backend.file_systems[body["FileSystem"]["FileSystemId"]]
+    file_system.lifecycle, file_system.created = "CREATING", time.time()
+    local_root(file_system.file_system_id).mkdir(parents=True, exist_ok=True)
+    if token:
+        _tokens[("fs", token)] = file_system.file_system_id
+    _later(CREATE_SECONDS, lambda: setattr(file_system, "lifecycle", "AVAILABLE"))
+    return json.dumps({"FileSystem": file_system.to_dict()})
+
+
+def _response_delete_file_system(self):
+    file_system_id = json.loads(self.body).get("FileSystemId")
+    result = _moto_delete_file_system(self)
+    shutil.rmtree(local_root(file_system_id), ignore_errors=True)
+    for association in [a for a in _associations.values() if a.file_system_id == file_system_id]:
+        _associations.pop(association.association_id, None)
+    return result
+
+
+# -- data repository associations -------------------------------------------------------------------
+
+def _file_system(self, file_system_id: str):
+    if file_system_id not in self.fsx_backend.file_systems:
+        raise FSxError("FileSystemNotFound", f"File system '{file_system_id}' does not exist.")
+    return self.fsx_backend.file_systems[file_system_id]
+
+
+def create_data_repository_association(self):
+    params = json.loads(self.body)
+    token = params.get("ClientRequestToken")
+    if token and ("dra", token) in _tokens and _tokens[("dra", token)] in _associations:
+        return json.dumps({"Association": _associations[_tokens[("dra", token)]].to_dict()})
+    try:
+        file_system = _file_system(self, params.get("FileSystemId", ""))
+        deployment = (file_system.lustre_configuration or {}).get("DeploymentType", "SCRATCH_1")
+        if deployment == "SCRATCH_1":
+            raise FSxError("BadRequest", "Data repository associations are not supported on SCRATCH_1 file systems")
+        existing = [a for a in _associations.values() if a.file_system_id == file_system.file_system_id]
+        if len(existing) >= MAX_ASSOCIATIONS:
+            raise FSxError("ServiceLimitExceeded", f"A file system has at most {MAX_ASSOCIATIONS} associations")
+        path = params.get("FileSystemPath", "")
+        if not path.startswith("/"):
+            raise FSxError("BadRequest", f"FileSystemPath must be an absolute path: {path!r}")
+        if any(path.startswith(a.file_system_path) or a.file_system_path.startswith(path) for a in existing):
+            raise FSxError("BadRequest", f"FileSystemPath {path} overlaps an existing association")
+        s3io.split_s3_uri(params.get("DataRepositoryPath", ""))
+    except FSxError as error:
+        return _error(self, error)
+    except ValueError as error:
+        return _error(self, FSxError("BadRequest", f"DataRepositoryPath: {error}"))
+    association = Association(file_system.file_system_id, self.region, self.current_account, params)
+    _associations[association.association_id] = association
+    if token:
+        _tokens[("dra", token)] = association.association_id
+
+    def become_available():
+        if association.batch_import:
+            _import(association, self.region)
+        association.lifecycle = "AVAILABLE"
+
+    _later(CREATE_SECONDS, become_available)
+    return json.dumps({"Association": association.to_dict()})
+
+
+def describe_data_repository_associations(self):
+    params = json.loads(self.body)
+    wanted = params.get("AssociationIds")
+    filters = {f["Name"]: f["Values"] for f in params.get("Filters", [])}
+    found = [a for a in _associations.values()
+             if (not wanted or a.association_id in wanted)
+             and ("file-system-id" not in filters or a.file_system_id in filters["file-system-id"])]  # fmt: skip
+    if wanted and len(found) < len(wanted):
+        return _error(self, FSxError("DataRepositoryAssociationNotFound", "No association found for the given ids"))
+    return json.dumps({"Associations": [a.to_dict() for a in found]})
+
+
+def delete_data_repository_association(self):
+    association_id = json.loads(self.body).get("AssociationId")
+    association = _associations.pop(association_id, None)
+    if association is None:
+        return _error(self, FSxError("DataRepositoryAssociationNotFound", f"Association {association_id} not found"))
+    return json.dumps({"AssociationId": association_id, "Lifecycle": "DELETING"})
+
+
+# -- data repository tasks ---------------------------------------------------------------------------
+
+def _import(association: Association, region: str, task: RepositoryTask | None = None) -> None:
+    s3 = settings.aws_client("s3", region)
+    target = local_root(association.file_system_id) / association.file_system_path.strip("/")
+    keys = s3io.list_keys(s3, association.data_repository_path.rstrip("/") + "/")
+    if task:
+        task.total += len(keys)
+    s3io.download_prefix(s3, association.data_repository_path.rstrip("/") + "/", target, keys)
+    if task:
+        task.succeeded += len(keys)
+
+
+def _export(association: Association, region: str, task: RepositoryTask) -> None:
+    s3 = settings.aws_client("s3", region)
+    source = local_root(association.file_system_id) / association.file_system_path.strip("/")
+    files = [p for p in source.rglob("*") if p.is_file()] if source.exists() else []
+    task.total += len(files)
+    s3io.upload_directory(s3, source, association.data_repository_path.rstrip("/"))
+    task.succeeded += len(files)
+
+
+def _run_task(task: RepositoryTask, region: str) -> None:
+    task.lifecycle, task.start = "EXECUTING", time.time()
+    try:
+        associations = [a for a in _associations.values() if a.file_system_id == task.file_system_id]
+        if task.paths:
+            associations = [a for a in associations if any(p.startswith(a.file_system_path) for p in task.paths)]
+        for association in associations:
+            if task.type == "IMPORT_METADATA_FROM_REPOSITORY":
+                _import(association, region, task)
+            elif task.type == "EXPORT_TO_REPOSITORY":
+                _export(association, region, task)
+        task.lifecycle = "SUCCEEDED"
+    except Exception as error:  # the service reports the reason on the task
+        task.lifecycle, task.failure = "FAILED", str(error)
+    task.end = time.time()
+
+
+def create_data_repository_task(self):
+    params = json.loads(self.body)
+    token = params.get("ClientRequestToken")
+    if token and ("task", token) in _tokens and _tokens[("task", token)] in _tasks:
+        return json.dumps({"DataRepositoryTask": _tasks[_tokens[("task", token)]].to_dict()})
+    try:
+        file_system = _file_system(self, params.get("FileSystemId", ""))
+        if params.get("Type") not in TASK_TYPES:
+            raise FSxError("BadRequest", f"Type must be one of {TASK_TYPES}")
+        if params["Type"] in ("RELEASE_DATA_FROM_FILESYSTEM", "AUTO_RELEASE_DATA"):
+            raise FSxError("BadRequest", f"{params['Type']} is not emulated; use IMPORT_METADATA_FROM_REPOSITORY "
+                           "or EXPORT_TO_REPOSITORY")  # fmt: skip
+        if getattr(file_system, "lifecycle", "AVAILABLE") != "AVAILABLE":
+            raise FSxError("BadRequest", f"File system {file_system.file_system_id} is not AVAILABLE")
+        running = [t for t in _tasks.values() if t.file_system_id == file_system.file_system_id
+                   and t.lifecycle in ("PENDING", "EXECUTING")]  # fmt: skip
+        if running:
+            raise FSxError("DataRepositoryTaskExecuting", f"Task {running[0].task_id} is still running on this file system")
+    except FSxError as error:
+        return _error(self, error)
+    task = RepositoryTask(file_system.file_system_id, self.region, self.current_account, params)
+    _tasks[task.task_id] = task
+    if token:
+        _tokens[("task", token)] = task.task_id
+    threading.Thread(target=_run_task, args=(task, self.region), daemon=True).start()
+    return json.dumps({"DataRepositoryTask": task.to_dict()})
+
+
+def describe_data_repository_tasks(self):
+    params = json.loads(self.body)
+    wanted = params.get("TaskIds")
+    filters = {f["Name"]: f["Values"] for f in params.get("Filters", [])}
+    found = [t for t in _tasks.values()
+             if (not wanted or t.task_id in wanted)
+             and ("file-system-id" not in filters or t.file_system_id in filters["file-system-id"])]  # fmt: skip
+    if wanted and len(found) < len(wanted):
+        return _error(self, FSxError("DataRepositoryTaskNotFound", "No task found for the given ids"))
+    return json.dumps({"DataRepositoryTasks": [t.to_dict() for t in found]})
+
+
+_moto_to_dict = fsx_models.FileSystem.to_dict
+_moto_create_file_system = fsx_responses.FSxResponse.create_file_system
+_moto_delete_file_system = fsx_responses.FSxResponse.delete_file_system
+
+
+def install() -> None:
+    fsx_models.FileSystem.to_dict = _to_dict
+    response = fsx_responses.FSxResponse
+    response.create_file_system = _response_create_file_system
+    response.delete_file_system = _response_delete_file_system
+    for handler in (create_data_repository_association, describe_data_repository_associations,
+                    delete_data_repository_association, create_data_repository_task,
+                    describe_data_repository_tasks):  # fmt: skip
+        setattr(response, handler.__name__, handler)
