@@ -1,7 +1,8 @@
 """mlscale's example pipeline, after the AWS whitepaper *Power Machine Learning at Scale*.
 
     stage_raw_data -> etl (Athena UNLOAD) -> quality (Athena aggregates, plots, gate)
-        -> plan_shards (storage advisor) -> shard (SageMaker Processing) -> train (SageMaker, DDP)
+        -> plan_shards (storage advisor) -> shard (SageMaker Processing)
+        -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP) -> delete_fsx
 
 Runs against AWS or the local emulator: only the `aws_default` connection
 differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
@@ -18,7 +19,13 @@ import pendulum
 from airflow.providers.amazon.aws.operators.athena import AthenaOperator
 from airflow.sdk import DAG, Param, task
 
-from mlscale.operators import DataQualityOperator, SageMakerProcessingScriptOperator, SageMakerScriptTrainingOperator
+from mlscale.operators import (
+    DataQualityOperator,
+    FSxDeleteFileSystemOperator,
+    FSxLustreStageOperator,
+    SageMakerProcessingScriptOperator,
+    SageMakerScriptTrainingOperator,
+)
 from mlscale.specs import ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
 
 AWS_CONN_ID = os.environ.get("MLSCALE_AWS_CONN_ID", "aws_default")
@@ -31,6 +38,9 @@ TRAINING_IMAGE = os.environ.get(
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5.1-cpu-py311-ubuntu22.04-sagemaker",
 )
 PROCESSING_IMAGE = os.environ.get("MLSCALE_PROCESSING_IMAGE", TRAINING_IMAGE)
+# FSx for Lustre and FileSystemDataSource channels live in a VPC subnet (one Availability Zone).
+SUBNET_ID = os.environ.get("MLSCALE_SUBNET_ID", "subnet-0123456789abcdef0")
+SECURITY_GROUP_ID = os.environ.get("MLSCALE_SECURITY_GROUP_ID", "sg-0123456789abcdef0")
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
 RAW_PREFIX = f"s3://{BUCKET}/mlscale/raw/digits/"
 LOADER_WORKERS = 1
@@ -86,6 +96,8 @@ with DAG(
         "quality": Param({"min_rows": 1000, "max_missing_fraction": 0.01, "max_duplicate_fraction": 0.01,
                           "min_label_share": 0.05, "max_drift_psi": 0.2}, type="object",
                          description="Data-quality thresholds; a failed check stops the run"),
+        "storage": Param("auto", enum=["auto", "s3", "fsx_lustre"],
+                         description="Where training reads from: the storage advisor's choice, or forced"),
         "poll_interval": Param(5, type="integer", minimum=1, maximum=300,
                                description="Seconds between status checks of long-running jobs"),
     },  # fmt: skip
@@ -169,8 +181,14 @@ with DAG(
             instances=params["instance_count"], gpus_per_instance=params["gpus_per_instance"],
             samples_per_second_per_gpu=params["samples_per_second"], bytes_per_sample=stats["bytes"] / stats["rows"]))  # fmt: skip
         plan = shard_plan(stats["bytes"], stats["rows"], params["instance_count"], LOADER_WORKERS)
-        print(f"ETL output: {stats}; storage: {choice.reason} Shards: {plan.reason}")
-        return {"etl": stats, "storage": choice.to_dict(), "shards": plan.to_dict(),
+        use_fsx = params["storage"] == "fsx_lustre" or (params["storage"] == "auto" and choice.storage == "fsx_lustre")
+        fsx = {"enabled": use_fsx, "deployment_type": choice.fsx_deployment_type or "SCRATCH_2",
+               "storage_capacity_gib": choice.fsx_storage_capacity_gib or 1200,
+               "per_unit_storage_throughput": choice.fsx_throughput_mb_per_s_per_tib
+               if choice.fsx_deployment_type == "PERSISTENT_2" else None,
+               "reason": f"storage={params['storage']}; the advisor: {choice.reason}"}  # fmt: skip
+        print(f"ETL output: {stats}; storage: {choice.reason} Shards: {plan.reason} FSx: {fsx}")
+        return {"etl": stats, "storage": choice.to_dict(), "shards": plan.to_dict(), "fsx": fsx,
                 "input_mode": choice.input_mode or "File"}  # fmt: skip
 
     plan = plan_shards()
@@ -198,6 +216,36 @@ with DAG(
         ),
     )
 
+    fsx_plan = "ti.xcom_pull(task_ids='plan_shards')['fsx']"
+    stage_fsx = FSxLustreStageOperator(
+        task_id="stage_fsx",
+        aws_conn_id=AWS_CONN_ID,
+        enabled="{{ " + fsx_plan + "['enabled'] }}",
+        skip_reason="{{ " + fsx_plan + "['reason'] }}",
+        data_repository_path="{{ ti.xcom_pull(task_ids='shard')['outputs']['shards'] }}",
+        deployment_type="{{ " + fsx_plan + "['deployment_type'] }}",
+        storage_capacity_gib="{{ " + fsx_plan + "['storage_capacity_gib'] }}",
+        per_unit_storage_throughput="{{ " + fsx_plan + "['per_unit_storage_throughput'] }}",
+        subnet_id=SUBNET_ID,
+        security_group_ids=[SECURITY_GROUP_ID],
+        file_system_path="/shards",
+        poll_interval="{{ params.poll_interval }}",
+    )
+
+    @task
+    def training_inputs(ti=None) -> dict:
+        """Shards from FSx (a FileSystemDataSource channel, in the VPC) when staged, else from S3."""
+        outputs = ti.xcom_pull(task_ids="shard")["outputs"]
+        fsx = ti.xcom_pull(task_ids="stage_fsx")
+        if not fsx:
+            return {"inputs": {"train": outputs["shards"], "test": outputs["test"]}, "subnets": [],
+                    "security_group_ids": []}  # fmt: skip
+        train = {"file_system_id": fsx["file_system_id"], "directory_path": fsx["directory_path"]}
+        return {"inputs": {"train": train, "test": outputs["test"]}, "subnets": [SUBNET_ID],
+                "security_group_ids": [SECURITY_GROUP_ID]}  # fmt: skip
+
+    channels = training_inputs()
+
     train = SageMakerScriptTrainingOperator(
         task_id="train",
         aws_conn_id=AWS_CONN_ID,
@@ -213,8 +261,9 @@ with DAG(
             distribution="torch_distributed",
             hyperparameters={"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.003,
                              "loader-workers": LOADER_WORKERS},  # fmt: skip
-            inputs={"train": "{{ ti.xcom_pull(task_ids='shard')['outputs']['shards'] }}",
-                    "test": "{{ ti.xcom_pull(task_ids='shard')['outputs']['test'] }}"},  # fmt: skip
+            inputs=_xcom("training_inputs", "inputs"),
+            subnets=_xcom("training_inputs", "subnets"),
+            security_group_ids=_xcom("training_inputs", "security_group_ids"),
             input_mode=_xcom("plan_shards", "input_mode"),
             metric_definitions={
                 "train:loss": r"train_loss=([0-9.]+)",
@@ -227,4 +276,12 @@ with DAG(
         ),
     )
 
-    raw >> etl >> quality >> plan >> shard >> train
+    delete_fsx = FSxDeleteFileSystemOperator(
+        task_id="delete_fsx",
+        aws_conn_id=AWS_CONN_ID,
+        file_system_id="{{ (ti.xcom_pull(task_ids='stage_fsx') or {}).get('file_system_id') }}",
+    )
+
+    raw >> etl >> quality >> plan >> shard >> stage_fsx >> channels >> train
+    # Scratch file systems are billed while they exist: delete after training, even when it fails.
+    train >> delete_fsx.as_teardown(setups=stage_fsx)

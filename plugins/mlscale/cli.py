@@ -15,12 +15,13 @@ def main(argv: list[str] | None = None) -> int:
     emulator.add_argument("action", choices=["up", "down", "status", "serve", "connection"])
     emulator.add_argument("--port", type=int, help="default 5055 (MLSCALE_EMULATOR_PORT)")
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
-    sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
+    demo_parser = sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
+    demo_parser.add_argument("conf", nargs="?", help='DAG params as JSON, e.g. \'{"storage": "fsx_lustre"}\'')
     args = parser.parse_args(argv)
     if args.command == "demo":
         from mlscale import demo
 
-        return demo.main()
+        return demo.main([args.conf] if args.conf else [])
 
     from mlscale.emulator import control
     from mlscale.emulator.settings import EmulatorSettings

@@ -52,6 +52,7 @@ def run_dag(dag_file: Path, dag_id: str, conf: dict | None = None) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the demo; argv may hold one JSON object of DAG params (the trigger form's values)."""
     from mlscale.emulator import control
     from mlscale.emulator.settings import EmulatorSettings
 
@@ -64,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         os.environ.update(env)
-        result = run_dag(repo / "dags" / "mlscale_pipeline.py", "mlscale_pipeline")
+        conf = json.loads(argv[0]) if argv else {}
+        result = run_dag(repo / "dags" / "mlscale_pipeline.py", "mlscale_pipeline", conf)
     finally:
         control.down(config)
     print_summary(result, time.monotonic() - started)
@@ -84,6 +86,7 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  ETL output       {etl.get('rows', '-')} rows, {etl.get('bytes', 0) / 1e6:.1f} MB in {etl.get('objects', '-')} object(s)",
         f"  data quality     {(xcoms.get('quality') or {}).get('verdict', '-')}: {(xcoms.get('quality') or {}).get('report_uri', '-')}",
         f"  storage advisor  {storage.get('storage', '-')} {storage.get('input_mode') or ''}: {storage.get('reason', '-')}",
+        f"  FSx for Lustre   {_fsx_line(xcoms.get('stage_fsx'), plan.get('fsx', {}))}",
         f"  shards           {shards.get('shards', '-')} x ~{shards.get('records_per_shard', '-')} records "
         f"(~{shards.get('bytes_per_shard', 0) / 1e6:.2f} MB): {shards.get('reason', '-')}",
         f"  training job     {train.get('job_name', '-')}",
@@ -94,6 +97,13 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  wall time        {wall_seconds:.1f} s",
     ]
     print("\n".join(lines))
+
+
+def _fsx_line(staged: dict | None, planned: dict) -> str:
+    if staged:
+        return (f"{staged['file_system_id']} {staged['deployment_type']} {staged['storage_capacity_gib']} GiB, "
+                f"{staged['files_imported']} files imported, mounted at {staged['directory_path']} (deleted after training)")
+    return "skipped: training reads from S3" if planned else "-"
 
 
 if __name__ == "__main__":

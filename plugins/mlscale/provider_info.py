@@ -15,13 +15,13 @@ def get_provider_info() -> dict:
             }
         ],
         "operators": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.operators.training", "mlscale.operators.processing", "mlscale.operators.quality"]},
+            {"integration-name": "mlscale", "python-modules": ["mlscale.operators.training", "mlscale.operators.processing", "mlscale.operators.quality", "mlscale.operators.fsx"]},
         ],
         "triggers": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.triggers.sagemaker_job"]},
+            {"integration-name": "mlscale", "python-modules": ["mlscale.triggers.sagemaker_job", "mlscale.triggers.fsx"]},
         ],
         "hooks": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.job_logs", "mlscale.hooks.sagemaker_jobs"]},
+            {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.job_logs", "mlscale.hooks.sagemaker_jobs", "mlscale.hooks.fsx"]},
         ],
         "extra-links": ["mlscale.links.TrainingJobLink"],
     }

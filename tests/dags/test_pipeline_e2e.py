@@ -16,24 +16,33 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["etl", "plan_shards", "quality", "shard", "stage_raw_data", "train"]
+    assert sorted(dag.task_ids) == ["delete_fsx", "etl", "plan_shards", "quality", "shard", "stage_fsx",
+                                    "stage_raw_data", "train", "training_inputs"]  # fmt: skip
+    assert dag.get_task("delete_fsx").is_teardown
     assert dag.params["instance_count"] == 2
     assert dag.get_task("etl").upstream_task_ids == {"stage_raw_data"}
     assert dag.get_task("plan_shards").upstream_task_ids == {"quality"}
-    assert dag.get_task("train").upstream_task_ids == {"shard"}
+    assert dag.get_task("train").upstream_task_ids == {"training_inputs"}
+    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx"}
 
 
-@pytest.mark.e2e
-def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
+def run_demo(tmp_path, *conf: str) -> str:
     env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_EMULATOR_PORT": str(free_port()),
            "MLSCALE_REPO": str(REPO)}  # fmt: skip
     env.pop("AIRFLOW_HOME", None)
     env.pop("AIRFLOW_CONN_AWS_DEFAULT", None)
-    result = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo"], env=env, capture_output=True, text=True,
-                            timeout=600)  # fmt: skip
+    result = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", *conf], env=env, capture_output=True,
+                            text=True, timeout=600)  # fmt: skip
     out = result.stdout
     assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
-    summary = out[out.index("mlscale demo summary"):]
+    # the demo stops the emulator it started
+    assert not (tmp_path / "emulator" / "emulator.pid").exists()
+    return out[out.index("mlscale demo summary"):]
+
+
+@pytest.mark.e2e
+def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
+    summary = run_demo(tmp_path)
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"ETL output\s+70000 rows", summary)  # 7 days x 10,000 records, deduplicated by Athena
     assert re.search(r"data quality\s+passed: s3://mlscale-demo/mlscale/quality/.+/report.html", summary)
@@ -43,5 +52,12 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.95
     job = re.search(r"training job\s+(\S+)", summary).group(1)
     assert f"s3://mlscale-demo/mlscale/models/{job}/output/model.tar.gz" in summary
-    # the demo stops the emulator it started
-    assert not (tmp_path / "emulator" / "emulator.pid").exists()
+    assert re.search(r"FSx for Lustre\s+skipped: training reads from S3", summary)
+
+
+@pytest.mark.e2e
+def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_it(tmp_path):
+    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2}')
+    assert re.search(r"DAG run\s+\S+: success", summary)
+    assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", summary)
+    assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9

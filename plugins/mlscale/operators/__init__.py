@@ -1,7 +1,14 @@
 """mlscale's operators, one per pipeline stage."""
 
-from mlscale.operators.quality import DataQualityOperator
+from mlscale.operators.fsx import FSxDeleteFileSystemOperator, FSxLustreStageOperator
 from mlscale.operators.processing import SageMakerProcessingScriptOperator
+from mlscale.operators.quality import DataQualityOperator
 from mlscale.operators.training import SageMakerScriptTrainingOperator
 
-__all__ = ["DataQualityOperator", "SageMakerProcessingScriptOperator", "SageMakerScriptTrainingOperator"]
+__all__ = [
+    "DataQualityOperator",
+    "FSxDeleteFileSystemOperator",
+    "FSxLustreStageOperator",
+    "SageMakerProcessingScriptOperator",
+    "SageMakerScriptTrainingOperator",
+]

@@ -2,6 +2,6 @@
 
 from mlscale.specs.errors import SpecError
 from mlscale.specs.processing import ProcessingInput, ProcessingOutput, ProcessingSpec
-from mlscale.specs.training import InputChannel, TrainingSpec
+from mlscale.specs.training import FileSystemChannel, InputChannel, TrainingSpec
 
-__all__ = ["InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "SpecError", "TrainingSpec"]
+__all__ = ["FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "SpecError", "TrainingSpec"]

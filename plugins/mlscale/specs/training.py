@@ -50,6 +50,32 @@ class InputChannel:
 
 
 @dataclass
+class FileSystemChannel:
+    """A channel read from a mounted file system (FSx for Lustre, EFS); the job needs a VpcConfig."""
+
+    file_system_id: str
+    directory_path: str  # for Lustre: /<mount name>/<path>
+    file_system_type: str = "FSxLustre"
+    access_mode: str = "ro"
+
+    template_fields = ("file_system_id", "directory_path")
+
+    def to_request(self, name: str) -> dict[str, Any]:
+        return {"ChannelName": name, "DataSource": {"FileSystemDataSource": {
+            "FileSystemId": self.file_system_id, "FileSystemType": self.file_system_type,
+            "DirectoryPath": self.directory_path, "FileSystemAccessMode": self.access_mode}}}  # fmt: skip
+
+
+def as_channel(value: Any) -> InputChannel | FileSystemChannel:
+    """A channel from a spec value: an S3 URI, a channel object, or its dict form (as XCom carries it)."""
+    if isinstance(value, (InputChannel, FileSystemChannel)):
+        return value
+    if isinstance(value, dict):
+        return FileSystemChannel(**value) if "file_system_id" in value else InputChannel(**value)
+    return InputChannel(str(value))
+
+
+@dataclass
 class TrainingSpec:
     """What a script-mode training job needs. Templated fields render before validation."""
 
@@ -66,7 +92,7 @@ class TrainingSpec:
     volume_size_gb: int = 30
     distribution: str | None = None
     hyperparameters: dict[str, Any] = field(default_factory=dict)
-    inputs: dict[str, str | InputChannel] = field(default_factory=dict)
+    inputs: dict[str, str | dict | InputChannel | FileSystemChannel] = field(default_factory=dict)
     input_mode: str = "File"
     metric_definitions: dict[str, str] = field(default_factory=dict)
     environment: dict[str, str] = field(default_factory=dict)
@@ -86,10 +112,11 @@ class TrainingSpec:
 
     template_fields = ("hyperparameters", "inputs", "output_path", "role_arn", "source_dir", "image_uri",
                        "instance_type", "instance_count", "distribution", "input_mode", "checkpoint_s3_uri",
+                       "subnets", "security_group_ids",
                        "environment", "tags", "code_location")  # fmt: skip
 
-    def channels(self) -> dict[str, InputChannel]:
-        return {name: c if isinstance(c, InputChannel) else InputChannel(str(c)) for name, c in self.inputs.items()}
+    def channels(self) -> dict[str, InputChannel | FileSystemChannel]:
+        return {name: as_channel(c) for name, c in self.inputs.items()}
 
     # -- validation ----------------------------------------------------------------------------------
 
@@ -147,9 +174,22 @@ class TrainingSpec:
         require(self.input_mode in INPUT_MODES, "input_mode",
                 f"must be one of {INPUT_MODES} (Pipe is replaced by FastFile)", self.input_mode)  # fmt: skip
         require(len(self.inputs) <= 20, "inputs", "at most 20 channels", len(self.inputs))
-        for name, channel in self.channels().items():
+        try:
+            channels = self.channels()
+        except TypeError as error:
+            raise SpecError("inputs", f"a channel dict has unknown keys: {error}") from None
+        for name, channel in channels.items():
             require(bool(CHANNEL_NAME.match(name)), f"inputs[{name!r}]",
                     "channel names are 1-64 characters of letters, digits, '.', '-' and '_'")  # fmt: skip
+            if isinstance(channel, FileSystemChannel):
+                require(bool(self.subnets), f"inputs[{name!r}]",
+                        "a file system channel needs subnets and security_group_ids (VpcConfig)")  # fmt: skip
+                require(channel.file_system_type in ("FSxLustre", "EFS"), f"inputs[{name!r}].file_system_type",
+                        "must be FSxLustre or EFS", channel.file_system_type)  # fmt: skip
+                require(channel.directory_path.startswith("/"), f"inputs[{name!r}].directory_path",
+                        "must be an absolute path (/<mount name>/... for Lustre)", channel.directory_path)  # fmt: skip
+                require(channel.access_mode in ("ro", "rw"), f"inputs[{name!r}].access_mode", "must be ro or rw")
+                continue
             rules.s3_uri(channel.s3_uri, f"inputs[{name!r}]")
             require(channel.input_mode in (None, *INPUT_MODES), f"inputs[{name!r}].input_mode",
                     f"must be one of {INPUT_MODES}", channel.input_mode)  # fmt: skip

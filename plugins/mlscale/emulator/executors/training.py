@@ -152,27 +152,57 @@ class TrainingRun:
             if submit_dir and str(submit_dir).startswith("s3://") and not any(layout.code_dir.iterdir()):
                 s3io.download_and_extract(s3, submit_dir, layout.code_dir)
             for channel in channels:
-                uri = channel["DataSource"]["S3DataSource"]["S3Uri"]
-                keys = s3io.list_keys(s3, uri)
-                if not keys:
-                    raise JobFailed(
-                        f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in input data source. "
-                        "Please ensure that the bucket exists in the selected region, that objects exist under "
-                        "that S3 prefix, and that the role has s3:ListBucket and s3:GetObject permissions."
-                    )
-                if channel["DataSource"]["S3DataSource"].get("S3DataDistributionType") == "ShardedByS3Key":
-                    keys = keys[index :: len(hosts)]
-                s3io.download_prefix(s3, uri, layout.channel_dir(channel["ChannelName"]), keys)
+                self._stage_channel(s3, channel, layout, index, len(hosts))
             self._sync_checkpoints_down(s3, layout)
         self._install_requirements(layouts)
 
-    @staticmethod
-    def _check_channel(channel: dict[str, Any], default_mode: str) -> None:
+    def _stage_channel(self, s3, channel: dict[str, Any], layout, index: int, host_count: int) -> None:
+        name = channel["ChannelName"]
+        source = channel["DataSource"]
+        if "FileSystemDataSource" in source:
+            # A mounted file system: the channel is the directory itself, as a mount would be.
+            from mlscale.emulator.fsx.models import FSxError
+            from mlscale.emulator.fsx.service import resolve_directory
+
+            fs = source["FileSystemDataSource"]
+            try:
+                target = resolve_directory(fs["FileSystemId"], fs["DirectoryPath"])
+            except FSxError as error:
+                raise JobFailed(f"ClientError: channel {name}: {error.message}") from None
+            if not target.is_dir():
+                raise JobFailed(f"ClientError: channel {name}: {fs['DirectoryPath']} does not exist on "
+                                f"{fs['FileSystemId']}")  # fmt: skip
+            layout.channel_dir(name).rmdir()
+            layout.channel_dir(name).symlink_to(target, target_is_directory=True)
+            return
+        uri = source["S3DataSource"]["S3Uri"]
+        keys = s3io.list_keys(s3, uri)
+        if not keys:
+            raise JobFailed(
+                f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in input data source. "
+                "Please ensure that the bucket exists in the selected region, that objects exist under "
+                "that S3 prefix, and that the role has s3:ListBucket and s3:GetObject permissions."
+            )
+        if source["S3DataSource"].get("S3DataDistributionType") == "ShardedByS3Key":
+            keys = keys[index::host_count]
+        s3io.download_prefix(s3, uri, layout.channel_dir(name), keys)
+
+    def _check_channel(self, channel: dict[str, Any], default_mode: str) -> None:
         name = channel.get("ChannelName")
         mode = channel.get("InputMode") or default_mode
         source = channel.get("DataSource", {})
+        if "FileSystemDataSource" in source:
+            fs = source["FileSystemDataSource"]
+            if fs.get("FileSystemType") not in ("FSxLustre", "EFS"):
+                raise JobFailed(f"ClientError: channel {name}: FileSystemType must be FSxLustre or EFS")
+            if not (self.job.vpc_config or {}).get("Subnets"):
+                raise JobFailed(f"ClientError: channel {name}: a FileSystemDataSource needs the job's VpcConfig "
+                                "(subnets in the file system's Availability Zone)")  # fmt: skip
+            if fs.get("FileSystemType") == "EFS":
+                raise JobFailed(f"ClientError: channel {name}: EFS file systems are not emulated; use FSxLustre")
+            return
         if "S3DataSource" not in source:
-            raise JobFailed(f"ClientError: channel {name}: only S3DataSource channels are emulated so far")
+            raise JobFailed(f"ClientError: channel {name}: only S3DataSource and FileSystemDataSource are emulated")
         if source["S3DataSource"].get("S3DataType", "S3Prefix") != "S3Prefix":
             raise JobFailed(f"ClientError: channel {name}: only S3DataType S3Prefix is emulated")
         if mode not in ("File", "FastFile"):

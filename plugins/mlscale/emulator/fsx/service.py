@@ -195,8 +195,11 @@ def _run_task(task: RepositoryTask, region: str) -> None:
     task.lifecycle, task.start = "EXECUTING", time.time()
     try:
         associations = [a for a in _associations.values() if a.file_system_id == task.file_system_id]
-        if task.paths:
-            associations = [a for a in associations if any(p.startswith(a.file_system_path) for p in task.paths)]
+        if task.paths:  # relative to the mount point, e.g. "shards" for the association at /shards
+            wanted = [p.strip("/") for p in task.paths]
+            associations = [a for a in associations
+                            if any(w == "" or (w + "/").startswith(a.file_system_path.strip("/") + "/")
+                                   or (a.file_system_path.strip("/") + "/").startswith(w + "/") for w in wanted)]  # fmt: skip
         for association in associations:
             if task.type == "IMPORT_METADATA_FROM_REPOSITORY":
                 _import(association, region, task)
