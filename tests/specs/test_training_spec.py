@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from mlscale.specs import InputChannel, SpecError, TrainingSpec
+from mlscale.specs import FileSystemChannel, InputChannel, SpecError, TrainingSpec
 from mlscale.specs.training import build_training_request
 from tests.conftest import ROLE_ARN, TRAINING_DIR
 
@@ -60,6 +60,9 @@ BAD_SPECS = [
     ({"max_retry_attempts": 31}, "max_retry_attempts: must be an integer from 1 to 30"),
     ({"tags": {"aws:owner": "me"}}, "tags['aws:owner']: the aws: prefix is reserved for AWS"),
     ({"code_location": "bucket/code"}, "code_location: must be an s3://bucket/prefix URI"),
+    ({"inputs": {"train": FileSystemChannel("fs-0123", "/abcd1234/data")}}, "inputs['train']: a file system channel needs subnets and security_group_ids"),
+    ({"inputs": {"train": {"file_system_id": "fs-1", "directory_path": "data"}}, "subnets": ["s"], "security_group_ids": ["g"]}, "inputs['train'].directory_path: must be an absolute path"),
+    ({"inputs": {"train": {"uri": "s3://b/x"}}}, "inputs: a channel dict has unknown keys"),
 ]  # fmt: skip
 
 
@@ -154,3 +157,14 @@ def test_framework_without_the_sdk_says_how_to_get_it(monkeypatch):
     with pytest.raises(SpecError, match=r"framework: resolving a framework to its image needs the SageMaker SDK"):
         training_image_uri(spec, "us-east-1")
     assert training_image_uri(good_spec(), "us-east-1") == good_spec().image_uri
+
+
+def test_file_system_channel_from_xcom_dicts():
+    req = request(inputs={"train": {"file_system_id": "fs-0123", "directory_path": "/abcd1234/shards"},
+                          "test": {"s3_uri": "s3://bucket/test/", "input_mode": "FastFile"}},
+                  subnets=["subnet-1"], security_group_ids=["sg-1"])  # fmt: skip
+    channels = {c["ChannelName"]: c["DataSource"] for c in req["InputDataConfig"]}
+    assert channels["train"] == {"FileSystemDataSource": {"FileSystemId": "fs-0123", "FileSystemType": "FSxLustre",
+                                                          "DirectoryPath": "/abcd1234/shards", "FileSystemAccessMode": "ro"}}
+    assert channels["test"]["S3DataSource"]["S3Uri"] == "s3://bucket/test/"
+    assert req["VpcConfig"] == {"Subnets": ["subnet-1"], "SecurityGroupIds": ["sg-1"]}
