@@ -7,6 +7,9 @@
   importing the provider's SageMaker operators module; and a check that
   nothing heavy (torch, duckdb, pandas, the SageMaker SDK) gets imported.
 
+- Data stages (benchmarks/data_bench.py): shard writing against pyarrow's
+  write_dataset and a raw copy; the shard loader against one file per record.
+
 Run with `make bench`. Samples interleave the two sides so drift hits both.
 """
 
@@ -72,6 +75,11 @@ def main() -> int:
           f"{provider * 1e3:7.1f} ms   ratio {plugins / provider:.2f}")
     heavy = sorted({m for r in plugin_runs for m in r["heavy"]})
     print(f"Heavy modules imported by plugin loading: {heavy or 'none'}; plugins: {plugin_runs[0]['names']}")
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import data_bench
+
+    data_bench.main()
     return 1 if heavy else 0
 
 

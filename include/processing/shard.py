@@ -56,13 +56,29 @@ def resize(pixels: np.ndarray, resolution: int) -> np.ndarray:
 
 
 def write_shard(path: str, records: np.ndarray) -> dict:
-    header = json.dumps({"records": int(len(records)), "dtype": records.dtype.descr}).encode() + b"\n"
-    body = records.tobytes()
+    header = MAGIC + json.dumps({"records": int(len(records)), "dtype": records.dtype.descr}).encode() + b"\n"
+    body = memoryview(np.ascontiguousarray(records).view(np.uint8))  # no copy of the records
+    digest = hashlib.sha256(header)
+    digest.update(body)
     with open(path, "wb") as f:
-        f.write(MAGIC + header + body)
-    digest = hashlib.sha256(MAGIC + header + body).hexdigest()
-    return {"file": os.path.basename(path), "records": int(len(records)), "bytes": len(MAGIC + header) + len(body),
-            "sha256": digest}
+        f.write(header)
+        f.write(body)
+    return {"file": os.path.basename(path), "records": int(len(records)), "bytes": len(header) + body.nbytes,
+            "sha256": digest.hexdigest()}
+
+
+def write_shards(output_dir: str, host: str, records: np.ndarray, count: int) -> list:
+    """Split into `count` parts (sizes differ by at most one) and write them, several at a time.
+
+    hashlib and file writes release the GIL, so threads overlap checksumming
+    one shard with writing another.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    parts = np.array_split(records, count)
+    names = [os.path.join(output_dir, f"shard-{host}-{i:05d}-of-{count:05d}.rec") for i in range(count)]
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
+        return list(pool.map(write_shard, names, parts))
 
 
 def main():
@@ -96,10 +112,7 @@ def main():
     with open(os.path.join(config_dir, "resourceconfig.json")) as f:
         host = json.load(f)["current_host"]
     os.makedirs(args.output_dir, exist_ok=True)
-    shards = []
-    for index, part in enumerate(np.array_split(records, args.shards)):
-        name = f"shard-{host}-{index:05d}-of-{args.shards:05d}.rec"
-        shards.append(write_shard(os.path.join(args.output_dir, name), part))
+    shards = write_shards(args.output_dir, host, records, args.shards)
     manifest = {"host": host, "seed": args.seed, "records": int(len(records)), "resolution": args.resolution,
                 "source_files": len(files), "shards": shards, "test_records": int(len(test))}
     if held_out:

@@ -1,0 +1,147 @@
+"""Data-stage benchmarks, each against a baseline measured in the same run.
+
+- Shard writing: include/processing/shard.py's writer against pyarrow's
+  write_dataset on the same records, and against a raw copy of the same
+  number of bytes (what the disk allows).
+- Loader: samples/s from .rec shards through include/training/shard_loader.py
+  against one file per record through a plain torch DataLoader (same batch,
+  same workers).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "include" / "processing"))
+sys.path.insert(0, str(REPO / "include" / "training"))
+
+WRITE_RECORDS = int(os.environ.get("MLSCALE_BENCH_WRITE_RECORDS", 2_000_000))
+LOADER_RECORDS = int(os.environ.get("MLSCALE_BENCH_LOADER_RECORDS", 20_000))
+SHARDS = 8
+REPEATS = 3
+
+
+def _records(count: int) -> np.ndarray:
+    from shard import record_dtype
+
+    rng = np.random.default_rng(0)
+    records = np.empty(count, dtype=record_dtype(8))
+    records["label"] = rng.integers(0, 10, count)
+    records["pixels"] = rng.integers(0, 256, (count, 8, 8), dtype=np.uint8)
+    return records
+
+
+def _best(action) -> float:
+    times = []
+    for _ in range(REPEATS):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def bench_shard_writing(work: Path) -> dict:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    from shard import write_shards
+
+    records = _records(WRITE_RECORDS)
+    size = records.nbytes
+    table = pa.table({"label": records["label"],
+                      "pixels": pa.FixedSizeBinaryArray.from_buffers(
+                          pa.binary(64), len(records), [None, pa.py_buffer(records["pixels"].tobytes())])})  # fmt: skip
+    source = work / "raw.bin"
+    source.write_bytes(records.tobytes())
+
+    def shards():
+        out = work / "shards"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        write_shards(str(out), "algo-1", records, SHARDS)
+        os.sync()
+
+    def arrow_dataset():
+        out = work / "dataset"
+        shutil.rmtree(out, ignore_errors=True)
+        ds.write_dataset(table, out, format="parquet", max_rows_per_file=len(records) // SHARDS + 1,
+                         max_rows_per_group=len(records) // SHARDS + 1)  # fmt: skip
+        os.sync()
+
+    def raw_copy():
+        shutil.copyfile(source, work / "copy.bin")
+        os.sync()
+
+    times = {"shards": _best(shards), "pyarrow write_dataset": _best(arrow_dataset), "raw copy": _best(raw_copy)}
+    return {name: size / seconds / 1e6 for name, seconds in times.items()}
+
+
+def bench_loader(work: Path) -> dict:
+    import torch
+    from shard import write_shard
+    from shard_loader import shard_loader
+    from torch.utils.data import DataLoader, Dataset
+
+    records = _records(LOADER_RECORDS)
+    shard_dir, file_dir = work / "loader-shards", work / "loader-files"
+    shard_dir.mkdir()
+    file_dir.mkdir()
+    for index, part in enumerate(np.array_split(records, SHARDS)):
+        write_shard(str(shard_dir / f"shard-{index:05d}.rec"), part)
+    for index, record in enumerate(records):
+        np.save(file_dir / f"{index:08d}.npy", record)
+
+    class OneFilePerRecord(Dataset):
+        def __init__(self, folder: Path):
+            self.files = sorted(folder.iterdir())
+
+        def __len__(self):
+            return len(self.files)
+
+        def __getitem__(self, index):
+            record = np.load(self.files[index])
+            return torch.from_numpy(record["pixels"].astype(np.float32) / 255.0).unsqueeze(0), int(record["label"])
+
+    def shards():
+        batches, _ = shard_loader(str(shard_dir), batch_size=256, workers=2, shuffle_buffer=2048)
+        return sum(len(labels) for _, labels in batches)
+
+    def files():
+        loader = DataLoader(OneFilePerRecord(file_dir), batch_size=256, shuffle=True, num_workers=2, prefetch_factor=4)
+        return sum(len(labels) for _, labels in loader)
+
+    rates = {}
+    for name, action in (("shards", shards), ("one file per record", files)):
+        seconds = []
+        for _ in range(REPEATS):
+            started = time.perf_counter()
+            assert action() == LOADER_RECORDS
+            seconds.append(time.perf_counter() - started)
+        rates[name] = LOADER_RECORDS / statistics.median(seconds)
+    return rates
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(dir=REPO / ".mlscale" if (REPO / ".mlscale").exists() else None) as tmp:
+        work = Path(tmp)
+        write = bench_shard_writing(work)
+        print(f"Shard writing ({WRITE_RECORDS} records, {SHARDS} shards), MB/s: "
+              + ", ".join(f"{k} {v:.0f}" for k, v in write.items()))
+        print(f"  ratio shards / pyarrow write_dataset {write['shards'] / write['pyarrow write_dataset']:.2f}, "
+              f"shards / raw copy {write['shards'] / write['raw copy']:.2f}")
+        loader = bench_loader(work)
+        print(f"Loader ({LOADER_RECORDS} records, batch 256, 2 workers), samples/s: "
+              + ", ".join(f"{k} {v:.0f}" for k, v in loader.items()))
+        print(f"  ratio shards / one file per record {loader['shards'] / loader['one file per record']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
