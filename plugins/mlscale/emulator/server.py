@@ -16,12 +16,14 @@ def install_services() -> None:
     """Patch moto's backends where mlscale does the work moto only records."""
     from mlscale.emulator.athena import queries
     from mlscale.emulator.fsx import service as fsx
+    from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.sagemaker import processing, training
 
     training.install()
     processing.install()
     queries.install()
     fsx.install()
+    glue_jobs.install()
 
 
 def shutdown_services() -> None:

@@ -34,8 +34,9 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def launch(command: list[str], *, cwd, env: dict[str, str], on_line, stderr_tail_lines: int = 100):
-    """Start a job process in its own session; feed every output line to `on_line`.
+def launch(command: list[str], *, cwd, env: dict[str, str], on_line, on_error_line=None,
+           stderr_tail_lines: int = 100):  # fmt: skip
+    """Start a job process in its own session; feed its output lines to `on_line` (stderr to `on_error_line` if given).
 
     Returns the process and a deque holding the last lines of its stderr (for
     the FailureReason).
@@ -49,14 +50,14 @@ def launch(command: list[str], *, cwd, env: dict[str, str], on_line, stderr_tail
     )  # fmt: skip
     tail: deque[str] = deque(maxlen=stderr_tail_lines)
 
-    def pump(stream, keep):
+    def pump(stream, handler, keep):
         for line in stream:
-            on_line(line)
+            handler(line)
             if keep is not None and line.strip():
                 keep.append(line.rstrip("\n"))
 
-    for stream, keep in ((process.stdout, None), (process.stderr, tail)):
-        threading.Thread(target=pump, args=(stream, keep), daemon=True).start()
+    for stream, handler, keep in ((process.stdout, on_line, None), (process.stderr, on_error_line or on_line, tail)):
+        threading.Thread(target=pump, args=(stream, handler, keep), daemon=True).start()
     return process, tail
 
 

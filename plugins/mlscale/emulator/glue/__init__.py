@@ -1,0 +1,1 @@
+"""Glue on the emulator: Python shell job runs execute their script locally."""
