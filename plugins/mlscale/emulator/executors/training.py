@@ -18,12 +18,15 @@ from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import free_port, launch, stop_process_group
+from mlscale.emulator.executors.utilisation import UtilisationSampler
 
 log = logging.getLogger(__name__)
 
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
 STOP_GRACE_SECONDS = 120  # SageMaker sends SIGKILL 120 s after SIGTERM
 FAILURE_LIMIT = 1024
+# SageMaker publishes a point a minute; emulated jobs last seconds, so sample densely.
+METRICS_INTERVAL = float(os.environ.get("MLSCALE_EMULATOR_METRICS_INTERVAL", "2"))
 
 
 def _now() -> datetime:
@@ -260,9 +263,13 @@ class TrainingRun:
             shippers.append(shipper)
             stderr_tails.append(tail)
 
+        sampler = UtilisationSampler(settings.aws_client("cloudwatch", self.region), job.training_job_name,
+                                     {host: p.pid for host, p in zip(hosts, self._processes)}, self.job_dir,
+                                     interval=METRICS_INTERVAL).start()  # fmt: skip
         try:
             return self._wait(layouts, stderr_tails)
         finally:
+            sampler.stop()
             for process in self._processes:
                 stop_process_group(process, STOP_GRACE_SECONDS)
             for shipper in shippers:
