@@ -2,7 +2,8 @@
 
     stage_raw_data -> etl (Athena UNLOAD) -> quality (Athena aggregates, plots, gate)
         -> plan_shards (storage advisor) -> shard (SageMaker Processing)
-        -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP) -> delete_fsx
+        -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP)
+        -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration); delete_fsx (teardown)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
 differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
@@ -25,6 +26,7 @@ from mlscale.operators import (
     FSxLustreStageOperator,
     SageMakerProcessingScriptOperator,
     SageMakerScriptTrainingOperator,
+    TrainingDiagnosisOperator,
 )
 from mlscale.specs import ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
 
@@ -98,6 +100,8 @@ with DAG(
                          description="Data-quality thresholds; a failed check stops the run"),
         "storage": Param("auto", enum=["auto", "s3", "fsx_lustre"],
                          description="Where training reads from: the storage advisor's choice, or forced"),
+        "metrics_period": Param(60, type="integer", minimum=1, maximum=3600,
+                                description="CloudWatch period (s) of the utilisation the diagnosis reads"),
         "poll_interval": Param(5, type="integer", minimum=1, maximum=300,
                                description="Seconds between status checks of long-running jobs"),
     },  # fmt: skip
@@ -282,6 +286,14 @@ with DAG(
         file_system_id="{{ (ti.xcom_pull(task_ids='stage_fsx') or {}).get('file_system_id') }}",
     )
 
-    raw >> etl >> quality >> plan >> shard >> stage_fsx >> channels >> train
+    diagnose = TrainingDiagnosisOperator(
+        task_id="diagnose",
+        aws_conn_id=AWS_CONN_ID,
+        job_name=_xcom("train", "job_name"),
+        loader_workers=LOADER_WORKERS,
+        period="{{ params.metrics_period }}",
+    )
+
+    raw >> etl >> quality >> plan >> shard >> stage_fsx >> channels >> train >> diagnose
     # Scratch file systems are billed while they exist: delete after training, even when it fails.
     train >> delete_fsx.as_teardown(setups=stage_fsx)

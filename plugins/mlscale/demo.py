@@ -94,9 +94,26 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  test accuracy    {metrics.get('test:accuracy', '-')}",
         f"  model artifact   {train.get('model_artifact', '-')}",
         f"  billable seconds {train.get('billable_seconds', '-')}",
+        f"  diagnosis        {_diagnosis_line(xcoms.get('diagnose'))}",
         f"  wall time        {wall_seconds:.1f} s",
     ]
     print("\n".join(lines))
+
+
+def _diagnosis_line(diagnosis: dict | None) -> str:
+    if not diagnosis:
+        return "-"
+    line = f"{diagnosis['verdict']} ({'; '.join(diagnosis['reasons'])})"
+    stats = diagnosis.get("stats") or {}
+    if stats:
+        line += f"; evidence cpu p95 {stats.get('cpu_p95', 0):.0f}%, memory p95 {stats.get('memory_p95', 0):.0f}%"
+        if "data_wait_fraction" in stats:
+            line += f", data wait {stats['data_wait_fraction']:.0%}"
+    step = diagnosis.get("recommendation")
+    if step:
+        line += (f"\n                   next: {step['step']}: {step['instance_count']} x {step['instance_type']}; "
+                 f"{'; '.join(step['changes'])}")
+    return line
 
 
 def _fsx_line(staged: dict | None, planned: dict) -> str:

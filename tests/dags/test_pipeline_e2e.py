@@ -16,7 +16,7 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["delete_fsx", "etl", "plan_shards", "quality", "shard", "stage_fsx",
+    assert sorted(dag.task_ids) == ["delete_fsx", "diagnose", "etl", "plan_shards", "quality", "shard", "stage_fsx",
                                     "stage_raw_data", "train", "training_inputs"]  # fmt: skip
     assert dag.get_task("delete_fsx").is_teardown
     assert dag.params["instance_count"] == 2
@@ -53,6 +53,8 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     job = re.search(r"training job\s+(\S+)", summary).group(1)
     assert f"s3://mlscale-demo/mlscale/models/{job}/output/model.tar.gz" in summary
     assert re.search(r"FSx for Lustre\s+skipped: training reads from S3", summary)
+    assert re.search(r"diagnosis\s+(under-utilised|compute-bound|data-bound|io-bound|memory-bound) \(", summary)
+    assert re.search(r"next: [a-z-]+: \d+ x ml\.", summary)
 
 
 @pytest.mark.e2e

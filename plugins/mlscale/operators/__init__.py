@@ -1,5 +1,6 @@
 """mlscale's operators, one per pipeline stage."""
 
+from mlscale.operators.diagnosis import TrainingDiagnosisOperator
 from mlscale.operators.fsx import FSxDeleteFileSystemOperator, FSxLustreStageOperator
 from mlscale.operators.processing import SageMakerProcessingScriptOperator
 from mlscale.operators.quality import DataQualityOperator
@@ -11,4 +12,5 @@ __all__ = [
     "FSxLustreStageOperator",
     "SageMakerProcessingScriptOperator",
     "SageMakerScriptTrainingOperator",
+    "TrainingDiagnosisOperator",
 ]
