@@ -46,6 +46,17 @@ class DigitsCNN(nn.Module):
         return self.fc2(x)
 
 
+class FlatInput(nn.Module):
+    """What gets served: 64 pixel values in [0, 1] per row (a CSV line or a JSON list) -> 10 logits."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(x.reshape(-1, 1, 8, 8))
+
+
 def load_split(channel_dir: str):
     """A channel as one in-memory dataset: .rec shards, or .npz files (images in [0, 16], labels)."""
     if find_shards(channel_dir):
@@ -143,8 +154,9 @@ def main():
     if rank == 0:
         os.makedirs(args.model_dir, exist_ok=True)
         model.eval()
-        example = test_set.tensors[0][:1]
-        torch.jit.trace(model, example).save(os.path.join(args.model_dir, "model.pt"))
+        example = test_set.tensors[0][:2].reshape(2, 64)
+        # TorchScript: the inference toolkit's default model_fn loads it, Neo can compile it.
+        torch.jit.trace(FlatInput(model), example).save(os.path.join(args.model_dir, "model.pt"))
         with open(os.path.join(args.model_dir, "metrics.json"), "w") as f:
             json.dump({"test_accuracy": accuracy, "test_loss": test_loss, "epochs": args.epochs}, f)
     if world_size > 1:

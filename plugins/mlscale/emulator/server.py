@@ -17,10 +17,11 @@ def install_services() -> None:
     from mlscale.emulator.athena import queries
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
-    from mlscale.emulator.sagemaker import processing, training
+    from mlscale.emulator.sagemaker import processing, training, transform
 
     training.install()
     processing.install()
+    transform.install()
     queries.install()
     fsx.install()
     glue_jobs.install()

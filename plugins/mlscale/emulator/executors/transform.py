@@ -1,0 +1,238 @@
+"""Runs a Batch Transform job for real: a local model server per instance, fed the input objects.
+
+SplitType None sends whole objects, Line splits them; SingleRecord sends one
+record per request, MultiRecord packs records up to MaxPayloadInMB; outputs
+are written as <input key>.out under S3OutputPath (AssembleWith Line adds a
+newline after each response); instances split the input objects between them.
+Request settings win, then the container's /execution-parameters, then the
+defaults (SAGEMAKER_CONTRACTS.md section 3).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import tarfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mlscale.emulator import settings
+from mlscale.emulator.executors import s3io
+from mlscale.emulator.executors.log_shipper import LogShipper
+from mlscale.emulator.executors.processes import free_port, launch, stop_process_group
+
+log = logging.getLogger(__name__)
+LOG_GROUP = "/aws/sagemaker/TransformJobs"
+STARTUP_SECONDS = 120
+
+
+class TransformFailed(Exception):
+    pass
+
+
+def split_records(body: bytes, split_type: str) -> list[bytes]:
+    if split_type in (None, "None"):
+        return [body]
+    if split_type == "Line":
+        return [line for line in body.split(b"\n") if line.strip()]
+    raise TransformFailed(f"ClientError: SplitType {split_type} is not emulated; use None or Line")
+
+
+def batches(records: list[bytes], strategy: str, max_payload_mb: int, split_type: str) -> list[bytes]:
+    """Request bodies: one per record, or records packed up to the payload limit (0 = no limit)."""
+    if strategy != "MultiRecord" or split_type in (None, "None"):
+        return records
+    limit = max_payload_mb * 1024 * 1024 if max_payload_mb else float("inf")
+    packed, current, size = [], [], 0
+    for record in records:
+        if len(record) > limit:
+            raise TransformFailed(f"ClientError: a record of {len(record)} bytes exceeds MaxPayloadInMB {max_payload_mb}")
+        if current and size + len(record) + 1 > limit:
+            packed.append(b"\n".join(current))
+            current, size = [], 0
+        current.append(record)
+        size += len(record) + 1
+    if current:
+        packed.append(b"\n".join(current))
+    return packed
+
+
+class ModelContainer:
+    """One instance's model server process."""
+
+    def __init__(self, model_dir: Path, code_dir: Path | None, env: dict[str, str], shipper: LogShipper):
+        self.port = free_port()
+        command = [sys.executable, "-m", "mlscale.emulator.serving", "--model-dir", str(model_dir),
+                   "--port", str(self.port)] + (["--code-dir", str(code_dir)] if code_dir else [])  # fmt: skip
+        self.process, self.tail = launch(command, cwd=model_dir, env=env, on_line=shipper.write)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def wait_ready(self, seconds: float = STARTUP_SECONDS) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                time.sleep(0.2)
+                raise TransformFailed("ClientError: the model server exited while loading the model:\n"
+                                      + "\n".join(list(self.tail)[-8:]))  # fmt: skip
+            try:
+                with urllib.request.urlopen(f"{self.url}/ping", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.2)
+        raise TransformFailed(f"ClientError: the model server did not answer /ping within {seconds:.0f} s")
+
+    def execution_parameters(self) -> dict:
+        try:
+            with urllib.request.urlopen(f"{self.url}/execution-parameters", timeout=5) as response:
+                return json.loads(response.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return {}
+
+    def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> bytes:
+        request = urllib.request.Request(f"{self.url}/invocations", data=body, method="POST")
+        if content_type:
+            request.add_header("Content-Type", content_type)
+        if accept:
+            request.add_header("Accept", accept)
+        try:
+            with urllib.request.urlopen(request, timeout=600) as response:
+                return response.read()
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode(errors="replace")
+            try:
+                detail = json.loads(detail).get("error-message", detail)
+            except ValueError:
+                pass
+            raise TransformFailed(f"ClientError: the model answered {error.code}: {detail[:600]}") from None
+
+    def stop(self) -> None:
+        stop_process_group(self.process, 10)
+
+
+class TransformRun:
+    def __init__(self, job: Any, region: str):
+        self.job, self.region = job, region
+        self.job_dir = settings.current().jobs_dir / "transform" / job.transform_job_name
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name=f"transform-{job.transform_job_name}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.job.transform_job_status = "Stopping"
+        self._stop.set()
+
+    def _finish(self, status: str, failure: str = "") -> None:
+        now = datetime.now(timezone.utc)
+        self.job.transform_end_time = self.job.last_modified_time = now
+        self.job.failure_reason = failure[:1024]
+        self.job.transform_job_status = status
+        log.info("transform job %s: %s %s", self.job.transform_job_name, status, failure[:200])
+
+    def _run(self) -> None:
+        try:
+            self._execute()
+            self._finish("Stopped" if self._stop.is_set() else "Completed")
+        except TransformFailed as failed:
+            self._finish("Failed", str(failed))
+        except Exception as error:
+            log.exception("transform job crashed")
+            self._finish("Failed", f"InternalServerError: {error!r}")
+
+    def _execute(self) -> None:
+        job = self.job
+        s3 = settings.aws_client("s3", self.region)
+        sagemaker = settings.aws_client("sagemaker", self.region)
+        try:
+            model = sagemaker.describe_model(ModelName=job.model_name)
+        except Exception as error:  # noqa: BLE001 - the service's not-found message is the reason
+            raise TransformFailed(f"ClientError: model {job.model_name}: {error}") from None
+        container = model.get("PrimaryContainer") or (model.get("Containers") or [{}])[0]
+        source = job.transform_input["DataSource"]["S3DataSource"]
+        keys = s3io.list_keys(s3, source["S3Uri"])
+        if not keys:
+            raise TransformFailed(f"ClientError: No S3 objects found under S3 URL \"{source['S3Uri']}\"")
+        count = int((job.transform_resources or {}).get("InstanceCount", 1))
+        logs = settings.aws_client("logs", self.region)
+        containers, shippers = [], []
+        try:
+            for index in range(count):
+                model_dir, code_dir = self._unpack(s3, container, index)
+                shipper = LogShipper(logs, LOG_GROUP, f"{job.transform_job_name}/i-emulated{index:04d}")
+                shippers.append(shipper)
+                containers.append(ModelContainer(model_dir, code_dir, self._env(container), shipper))
+            for model_server in containers:
+                model_server.wait_ready()
+            with ThreadPoolExecutor(max_workers=count) as pool:
+                list(pool.map(lambda i: self._transform(s3, containers[i], source["S3Uri"], keys[i::count]),
+                              range(count)))  # fmt: skip
+        finally:
+            for model_server in containers:
+                model_server.stop()
+            for shipper in shippers:
+                shipper.close()
+
+    def _unpack(self, s3, container: dict, index: int) -> tuple[Path, Path | None]:
+        root = self.job_dir / f"instance-{index}"
+        model_dir = root / "model"
+        model_dir.mkdir(parents=True, exist_ok=True)
+        if container.get("ModelDataUrl"):
+            s3io.download_and_extract(s3, container["ModelDataUrl"], model_dir)
+        submit = (container.get("Environment") or {}).get("SAGEMAKER_SUBMIT_DIRECTORY", "")
+        if submit.startswith("s3://"):
+            code_dir = root / "code"
+            code_dir.mkdir(exist_ok=True)
+            s3io.download_and_extract(s3, submit, code_dir)
+            return model_dir, code_dir
+        return model_dir, Path(submit) if submit and Path(submit).is_dir() else None
+
+    def _env(self, container: dict) -> dict[str, str]:
+        job = self.job
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_", "MLSCALE_"))}
+        env.update(container.get("Environment") or {})
+        env.update(job.environment or {})
+        env.update({"SAGEMAKER_BATCH": "true", "SAGEMAKER_REGION": self.region, "PYTHONUNBUFFERED": "1",
+                    "AWS_ENDPOINT_URL": settings.current().endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
+                    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": self.region})  # fmt: skip
+        if job.max_payload_in_mb is not None:
+            env["SAGEMAKER_MAX_PAYLOAD_IN_MB"] = str(job.max_payload_in_mb)
+        if job.batch_strategy:
+            env["SAGEMAKER_BATCH_STRATEGY"] = "MULTI_RECORD" if job.batch_strategy == "MultiRecord" else "SINGLE_RECORD"
+        if job.max_concurrent_transforms:
+            env["SAGEMAKER_MAX_CONCURRENT_TRANSFORMS"] = str(job.max_concurrent_transforms)
+        return env
+
+    def _transform(self, s3, model_server: ModelContainer, prefix: str, keys: list[str]) -> None:
+        job = self.job
+        params = model_server.execution_parameters()
+        strategy = job.batch_strategy or {"MULTI_RECORD": "MultiRecord", "SINGLE_RECORD": "SingleRecord"}.get(
+            params.get("BatchStrategy", ""), "MultiRecord")  # fmt: skip
+        payload = job.max_payload_in_mb if job.max_payload_in_mb is not None else params.get("MaxPayloadInMB", 6)
+        concurrency = job.max_concurrent_transforms or params.get("MaxConcurrentTransforms", 1)
+        split_type = job.transform_input.get("SplitType", "None")
+        content_type, accept = job.transform_input.get("ContentType"), (job.transform_output or {}).get("Accept")
+        assemble = (job.transform_output or {}).get("AssembleWith", "None")
+        in_bucket, in_prefix = s3io.split_s3_uri(prefix)
+        out_bucket, out_prefix = s3io.split_s3_uri(job.transform_output["S3OutputPath"].rstrip("/") + "/")
+        for key in keys:
+            if self._stop.is_set():
+                return
+            body = s3.get_object(Bucket=in_bucket, Key=key)["Body"].read()
+            requests = batches(split_records(body, split_type), strategy, int(payload), split_type)
+            with ThreadPoolExecutor(max_workers=max(1, int(concurrency))) as pool:
+                answers = list(pool.map(lambda b: model_server.invoke(b, content_type, accept), requests))
+            joiner = b"\n" if assemble == "Line" else b""
+            output = b"".join(a + joiner for a in answers) if assemble == "Line" else b"".join(answers)
+            relative = key[len(in_prefix):].lstrip("/") if key != in_prefix else Path(key).name
+            s3.put_object(Bucket=out_bucket, Key=f"{out_prefix}{relative}.out", Body=output)
