@@ -3,7 +3,8 @@
     stage_raw_data -> etl (Athena UNLOAD) -> quality (Athena aggregates, plots, gate)
         -> plan_shards (storage advisor) -> shard (SageMaker Processing)
         -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP)
-        -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration); delete_fsx (teardown)
+        -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
+        -> evaluate (Batch Transform, metrics, model registry) -> gate; delete_fsx (teardown)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
 differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
@@ -24,11 +25,12 @@ from mlscale.operators import (
     DataQualityOperator,
     FSxDeleteFileSystemOperator,
     FSxLustreStageOperator,
+    SageMakerBatchEvaluationOperator,
     SageMakerProcessingScriptOperator,
     SageMakerScriptTrainingOperator,
     TrainingDiagnosisOperator,
 )
-from mlscale.specs import ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
+from mlscale.specs import EvaluationSpec, ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
 
 AWS_CONN_ID = os.environ.get("MLSCALE_AWS_CONN_ID", "aws_default")
 BUCKET = os.environ.get("MLSCALE_BUCKET", "mlscale-demo")
@@ -40,6 +42,10 @@ TRAINING_IMAGE = os.environ.get(
     "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5.1-cpu-py311-ubuntu22.04-sagemaker",
 )
 PROCESSING_IMAGE = os.environ.get("MLSCALE_PROCESSING_IMAGE", TRAINING_IMAGE)
+INFERENCE_IMAGE = os.environ.get(
+    "MLSCALE_INFERENCE_IMAGE",
+    "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.5.1-cpu-py311-ubuntu22.04-sagemaker",
+)
 # FSx for Lustre and FileSystemDataSource channels live in a VPC subnet (one Availability Zone).
 SUBNET_ID = os.environ.get("MLSCALE_SUBNET_ID", "subnet-0123456789abcdef0")
 SECURITY_GROUP_ID = os.environ.get("MLSCALE_SECURITY_GROUP_ID", "sg-0123456789abcdef0")
@@ -98,6 +104,10 @@ with DAG(
         "quality": Param({"min_rows": 1000, "max_missing_fraction": 0.01, "max_duplicate_fraction": 0.01,
                           "min_label_share": 0.05, "max_drift_psi": 0.2}, type="object",
                          description="Data-quality thresholds; a failed check stops the run"),
+        "min_accuracy": Param(0.9, type="number", minimum=0, maximum=1,
+                              description="Quality gate: held-out accuracy a model needs to be approved"),
+        "champion_tolerance": Param(0.01, type="number", minimum=0, maximum=1,
+                                    description="Quality gate: how much worse than the approved champion is tolerated"),
         "storage": Param("auto", enum=["auto", "s3", "fsx_lustre"],
                          description="Where training reads from: the storage advisor's choice, or forced"),
         "metrics_period": Param(60, type="integer", minimum=1, maximum=3600,
@@ -214,6 +224,8 @@ with DAG(
                                            _xcom("stage_raw_data", "run_prefix") + "/shards/train/"),
                 "test": ProcessingOutput("/opt/ml/processing/output/test",
                                          _xcom("stage_raw_data", "run_prefix") + "/shards/test/"),
+                "eval": ProcessingOutput("/opt/ml/processing/output/eval",
+                                         _xcom("stage_raw_data", "run_prefix") + "/eval/"),
             },  # fmt: skip
             instance_type="ml.m5.xlarge",
             max_runtime_seconds=3600,
@@ -294,6 +306,31 @@ with DAG(
         period="{{ params.metrics_period }}",
     )
 
-    raw >> etl >> quality >> plan >> shard >> stage_fsx >> channels >> train >> diagnose
+    evaluate = SageMakerBatchEvaluationOperator(
+        task_id="evaluate",
+        aws_conn_id=AWS_CONN_ID,
+        poll_interval="{{ params.poll_interval }}",
+        spec=EvaluationSpec(
+            model_artifact=_xcom("train", "model_artifact"),
+            role_arn=ROLE_ARN,
+            image_uri=INFERENCE_IMAGE,
+            features_uri="{{ ti.xcom_pull(task_ids='shard')['outputs']['eval'] }}features/",
+            labels_uri="{{ ti.xcom_pull(task_ids='shard')['outputs']['eval'] }}labels/",
+            output_uri=_xcom("stage_raw_data", "run_prefix") + "/evaluation/",
+            model_package_group="mlscale-digits",
+            min_value="{{ params.min_accuracy }}",
+            champion_tolerance="{{ params.champion_tolerance }}",
+        ),
+    )
+
+    @task.short_circuit
+    def gate(ti=None) -> bool:
+        """Only an Approved model goes on: everything downstream (deployment) is skipped otherwise."""
+        result = ti.xcom_pull(task_ids="evaluate")
+        print(f"model package {result['model_package_arn']}: {result['decision']}; " + "; ".join(result["reasons"]))
+        return result["decision"] == "Approved"
+
+    raw >> etl >> quality >> plan >> shard >> stage_fsx >> channels >> train >> [diagnose, evaluate]
+    evaluate >> gate()
     # Scratch file systems are billed while they exist: delete after training, even when it fails.
     train >> delete_fsx.as_teardown(setups=stage_fsx)

@@ -67,6 +67,15 @@ def write_shard(path: str, records: np.ndarray) -> dict:
             "sha256": digest.hexdigest()}
 
 
+def write_eval_csv(eval_dir: str, host: str, records: np.ndarray) -> None:
+    """One line of pixel values in [0, 1] per record (what the served model takes) and the labels, in order."""
+    os.makedirs(os.path.join(eval_dir, "features"), exist_ok=True)
+    os.makedirs(os.path.join(eval_dir, "labels"), exist_ok=True)
+    pixels = records["pixels"].reshape(len(records), -1).astype(np.float32) / 255.0
+    np.savetxt(os.path.join(eval_dir, "features", f"features-{host}.csv"), pixels, delimiter=",", fmt="%.4f")
+    np.savetxt(os.path.join(eval_dir, "labels", f"labels-{host}.csv"), records["label"], fmt="%d")
+
+
 def write_shards(output_dir: str, host: str, records: np.ndarray, count: int) -> list:
     """Split into `count` parts (sizes differ by at most one) and write them, several at a time.
 
@@ -90,6 +99,8 @@ def main():
     parser.add_argument("--resolution", type=int, default=8)
     parser.add_argument("--test-fraction", type=float, default=0.0, help="held out, written to --test-dir")
     parser.add_argument("--test-dir", default="/opt/ml/processing/output/test")
+    parser.add_argument("--eval-dir", default="/opt/ml/processing/output/eval",
+                        help="the held-out set again as CSV for Batch Transform: features-*.csv, labels-*.csv")
     args = parser.parse_args()
     if args.shards < 1:
         raise SystemExit(f"--shards must be >= 1, got {args.shards}")
@@ -118,6 +129,7 @@ def main():
     if held_out:
         os.makedirs(args.test_dir, exist_ok=True)
         manifest["test"] = write_shard(os.path.join(args.test_dir, f"test-{host}.rec"), test)
+        write_eval_csv(args.eval_dir, host, test)
     with open(os.path.join(args.output_dir, f"manifest-{host}.json"), "w") as f:
         json.dump(manifest, f, indent=2)
     elapsed = time.time() - started

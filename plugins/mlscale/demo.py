@@ -95,9 +95,19 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  model artifact   {train.get('model_artifact', '-')}",
         f"  billable seconds {train.get('billable_seconds', '-')}",
         f"  diagnosis        {_diagnosis_line(xcoms.get('diagnose'))}",
+        f"  evaluation       {_evaluation_line(xcoms.get('evaluate'))}",
         f"  wall time        {wall_seconds:.1f} s",
     ]
     print("\n".join(lines))
+
+
+def _evaluation_line(evaluation: dict | None) -> str:
+    if not evaluation:
+        return "-"
+    metrics = evaluation["metrics"]
+    return (f"accuracy {metrics['accuracy']:.4f}, macro-F1 {metrics['macro_f1']:.4f} on {metrics['samples']} held-out "
+            f"records; gate: {evaluation['decision']} ({'; '.join(evaluation['reasons'])})"
+            f"\n                   model package {evaluation['model_package_arn']}")
 
 
 def _diagnosis_line(diagnosis: dict | None) -> str:

@@ -37,7 +37,9 @@ TRAINING = JobKind("training", "TrainingJobName", "TrainingJobStatus", "describe
                    "/aws/sagemaker/TrainingJobs", "jobs")  # fmt: skip
 PROCESSING = JobKind("processing", "ProcessingJobName", "ProcessingJobStatus", "describe_processing_job",
                      "stop_processing_job", "/aws/sagemaker/ProcessingJobs", "processing-jobs")  # fmt: skip
-JOB_KINDS = {kind.name: kind for kind in (TRAINING, PROCESSING)}
+TRANSFORM = JobKind("transform", "TransformJobName", "TransformJobStatus", "describe_transform_job",
+                    "stop_transform_job", "/aws/sagemaker/TransformJobs", "transform-jobs")  # fmt: skip
+JOB_KINDS = {kind.name: kind for kind in (TRAINING, PROCESSING, TRANSFORM)}
 TERMINAL_STATES = ("Completed", "Failed", "Stopped")
 
 

@@ -1,6 +1,7 @@
 """mlscale's operators, one per pipeline stage."""
 
 from mlscale.operators.diagnosis import TrainingDiagnosisOperator
+from mlscale.operators.evaluation import SageMakerBatchEvaluationOperator
 from mlscale.operators.fsx import FSxDeleteFileSystemOperator, FSxLustreStageOperator
 from mlscale.operators.processing import SageMakerProcessingScriptOperator
 from mlscale.operators.quality import DataQualityOperator
@@ -10,6 +11,7 @@ __all__ = [
     "DataQualityOperator",
     "FSxDeleteFileSystemOperator",
     "FSxLustreStageOperator",
+    "SageMakerBatchEvaluationOperator",
     "SageMakerProcessingScriptOperator",
     "SageMakerScriptTrainingOperator",
     "TrainingDiagnosisOperator",

@@ -1,0 +1,1 @@
+"""Model evaluation: metrics from Batch Transform outputs, the quality gate, the model registry."""

@@ -1,0 +1,135 @@
+"""Evaluate a trained model with Batch Transform, gate it, and register it in the model registry."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from mlscale.hooks.sagemaker_jobs import TRANSFORM
+from mlscale.operators.sagemaker_job import SageMakerJobOperator
+from mlscale.specs.evaluation import EvaluationSpec
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
+    """CreateModel + CreateTransformJob over held-out data, then metrics, a gate and CreateModelPackage.
+
+    The gate: `metric >= min_value` and not worse than the champion (the
+    latest Approved package of `model_package_group`) by more than
+    `champion_tolerance`. The package is registered Approved or Rejected by
+    the gate (PendingManualApproval when `manual_approval`), with ModelMetrics
+    pointing at evaluation.json. The task succeeds either way: a `gate` task
+    downstream stops deployment. XCom: decision, reasons, metrics, package ARN,
+    evaluation and confusion-matrix URIs.
+    """
+
+    kind = TRANSFORM
+    ui_color = "#d9d2e9"
+
+    def __init__(self, *, spec: EvaluationSpec, **kwargs: Any):
+        super().__init__(spec=spec, **kwargs)
+
+    def _create_job(self, job_name: str, region: str) -> None:
+        sagemaker = self.hook.conn
+        try:
+            sagemaker.describe_model(ModelName=job_name)
+        except sagemaker.exceptions.ClientError:
+            sagemaker.create_model(ModelName=job_name, ExecutionRoleArn=self.spec.role_arn, PrimaryContainer={
+                "Image": self.spec.image_uri, "ModelDataUrl": self.spec.model_artifact,
+                "Environment": dict(self.spec.environment)})  # fmt: skip
+        self.log.info("Creating transform job %s over %s", job_name, self.spec.features_uri)
+        sagemaker.create_transform_job(**self.spec.transform_request(job_name, job_name))
+
+    def _result(self, description: dict) -> dict[str, Any]:
+        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+        from mlscale.evaluation.gate import decide
+        from mlscale.evaluation.metrics import classification_metrics, confusion_png, parse_predictions
+
+        s3 = S3Hook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
+                    config=self.botocore_config)  # fmt: skip
+        predictions, labels = self._read_outputs(s3, parse_predictions)
+        metrics = classification_metrics(labels, predictions)
+        base = self.spec.output_uri.rstrip("/")
+        evaluation_uri, matrix_uri = f"{base}/evaluation.json", f"{base}/confusion_matrix.png"
+        champion, champion_arn = self._champion(s3)
+        decision = decide(self.spec.metric, metrics[self.spec.metric], float(self.spec.min_value), champion,
+                          float(self.spec.champion_tolerance), self.spec.manual_approval)  # fmt: skip
+        report = {"metrics": metrics, "gate": decision.to_dict(), "champion": {"arn": champion_arn, "value": champion},
+                  "model_artifact": self.spec.model_artifact, "transform_job": description["TransformJobName"]}  # fmt: skip
+        self._put(s3, evaluation_uri, json.dumps(report, indent=2).encode(), "application/json")
+        self._put(s3, matrix_uri, confusion_png(metrics), "image/png")
+        package_arn = self._register(evaluation_uri, decision.status, description)
+        for reason in decision.reasons:
+            self.log.info("gate: %s", reason)
+        self.log.info("Model package %s registered %s.", package_arn, decision.status)
+        summary = {k: v for k, v in metrics.items() if k != "confusion_matrix"}
+        return {"decision": decision.status, "passed": decision.passed, "reasons": decision.reasons,
+                "metrics": summary, "model_package_arn": package_arn, "evaluation_uri": evaluation_uri,
+                "confusion_matrix_uri": matrix_uri, "transform_job": description["TransformJobName"],
+                "model_artifact": self.spec.model_artifact}  # fmt: skip
+
+    def _read_outputs(self, s3, parse):
+        import numpy as np
+
+        out_bucket, out_prefix = s3.parse_s3_url(f"{self.spec.output_uri.rstrip('/')}/predictions/")
+        in_bucket, in_prefix = s3.parse_s3_url(self.spec.features_uri)
+        label_bucket, label_prefix = s3.parse_s3_url(self.spec.labels_uri)
+        features = sorted(k for k in s3.list_keys(bucket_name=in_bucket, prefix=in_prefix) if not k.endswith("/"))
+        labels_keys = sorted(k for k in s3.list_keys(bucket_name=label_bucket, prefix=label_prefix) if not k.endswith("/"))
+        if len(features) != len(labels_keys):
+            raise ValueError(f"{len(features)} feature files but {len(labels_keys)} label files: they must pair up")
+        predictions, labels = [], []
+        for feature_key, label_key in zip(features, labels_keys):
+            relative = feature_key[len(in_prefix):].lstrip("/")
+            predictions.append(parse(s3.read_key(f"{out_prefix}{relative}.out", bucket_name=out_bucket)))
+            labels.append(np.loadtxt(s3.read_key(label_key, bucket_name=label_bucket).splitlines(), dtype=int, ndmin=1))
+        return np.concatenate(predictions), np.concatenate(labels)
+
+    def _champion(self, s3) -> tuple[float | None, str | None]:
+        sagemaker = self.hook.conn
+        try:
+            packages = sagemaker.list_model_packages(ModelPackageGroupName=self.spec.model_package_group,
+                                                     ModelApprovalStatus="Approved", SortBy="CreationTime",
+                                                     SortOrder="Descending")["ModelPackageSummaryList"]  # fmt: skip
+        except sagemaker.exceptions.ClientError:
+            return None, None
+        for summary in packages:
+            package = sagemaker.describe_model_package(ModelPackageName=summary["ModelPackageArn"])
+            uri = package.get("ModelMetrics", {}).get("ModelQuality", {}).get("Statistics", {}).get("S3Uri")
+            if uri:
+                bucket, key = s3.parse_s3_url(uri)
+                return float(json.loads(s3.read_key(key, bucket_name=bucket))["metrics"][self.spec.metric]), summary[
+                    "ModelPackageArn"]  # fmt: skip
+        return None, None
+
+    def _register(self, evaluation_uri: str, status: str, description: dict) -> str:
+        sagemaker = self.hook.conn
+        group = self.spec.model_package_group
+        try:
+            sagemaker.create_model_package_group(ModelPackageGroupName=group,
+                                                 ModelPackageGroupDescription="mlscale models")  # fmt: skip
+        except sagemaker.exceptions.ClientError as error:
+            if "already exists" not in str(error).lower():
+                raise
+        existing = sagemaker.list_model_packages(ModelPackageGroupName=group)["ModelPackageSummaryList"]
+        for summary in existing:  # a retried task registers once
+            package = sagemaker.describe_model_package(ModelPackageName=summary["ModelPackageArn"])
+            if package.get("ModelMetrics", {}).get("ModelQuality", {}).get("Statistics", {}).get("S3Uri") == evaluation_uri:
+                return summary["ModelPackageArn"]
+        return sagemaker.create_model_package(
+            ModelPackageGroupName=group,
+            ModelPackageDescription=f"evaluated by {description['TransformJobName']}",
+            ModelApprovalStatus=status,
+            InferenceSpecification={"Containers": [{"Image": self.spec.image_uri, "ModelDataUrl": self.spec.model_artifact}],
+                                    "SupportedContentTypes": [self.spec.content_type],
+                                    "SupportedResponseMIMETypes": [self.spec.accept]},
+            ModelMetrics={"ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": evaluation_uri}}},
+        )["ModelPackageArn"]  # fmt: skip
+
+    @staticmethod
+    def _put(s3, uri: str, body: bytes, content_type: str) -> None:
+        bucket, key = s3.parse_s3_url(uri)
+        s3.get_conn().put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
