@@ -16,8 +16,9 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["delete_fsx", "diagnose", "etl", "plan_shards", "quality", "shard", "stage_fsx",
-                                    "stage_raw_data", "train", "training_inputs"]  # fmt: skip
+    assert sorted(dag.task_ids) == ["delete_fsx", "diagnose", "etl", "evaluate", "gate", "plan_shards", "quality",
+                                    "shard", "stage_fsx", "stage_raw_data", "train", "training_inputs"]  # fmt: skip
+    assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert dag.get_task("delete_fsx").is_teardown
     assert dag.params["instance_count"] == 2
     assert dag.get_task("etl").upstream_task_ids == {"stage_raw_data"}
@@ -49,17 +50,22 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     assert re.search(r"storage advisor\s+s3 File: ", summary)
     assert re.search(r"shards\s+2 x ~35000 records", summary)
     assert re.search(r"instances\s+2 x ml\.c5\.xlarge", summary)
-    assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.95
+    assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9
+    assert re.search(r"gate: Rejected \(accuracy 0\.\d+ is below the threshold 0\.9999", summary)5
     job = re.search(r"training job\s+(\S+)", summary).group(1)
     assert f"s3://mlscale-demo/mlscale/models/{job}/output/model.tar.gz" in summary
     assert re.search(r"FSx for Lustre\s+skipped: training reads from S3", summary)
     assert re.search(r"diagnosis\s+(under-utilised|compute-bound|data-bound|io-bound|memory-bound) \(", summary)
     assert re.search(r"next: [a-z-]+: \d+ x ml\.", summary)
+    assert re.search(r"evaluation\s+accuracy 0\.9\d+, macro-F1 0\.9\d+ on 7000 held-out records; gate: Approved", summary)
+    assert re.search(r"model package arn:aws:sagemaker:us-east-1:\d+:model-package/mlscale-digits/\d+", summary)
 
 
 @pytest.mark.e2e
 def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_it(tmp_path):
-    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2}')
+    # and a gate no model can pass: the package is registered Rejected
+    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "min_accuracy": 0.9999}')
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", summary)
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9
+    assert re.search(r"gate: Rejected \(accuracy 0\.\d+ is below the threshold 0\.9999", summary)
