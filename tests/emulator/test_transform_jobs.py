@@ -139,3 +139,46 @@ def test_missing_model_fails(clients):
     put_csv(clients["s3"], "in-nomodel/a.csv", [[1, 2, 3, 4]])
     job = transform(clients["sagemaker"], "tr-nomodel", "no-such-model", "in-nomodel/")
     assert job["TransformJobStatus"] == "Failed" and "no-such-model" in job["FailureReason"]
+
+
+def test_input_filter_join_and_output_filter(models, clients):
+    """Drop the id column before the model, join the prediction back to the input, keep id + prediction."""
+    rows = [[100 + i, *np.round(np.random.default_rng(i).normal(size=4), 3)] for i in range(5)]
+    put_csv(clients["s3"], "in-join/a.csv", rows)
+    models.create_transform_job(
+        TransformJobName="tr-join", ModelName="tr-default", BatchStrategy="MultiRecord",
+        TransformInput={"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://mlscale-test/in-join/"}},
+                        "ContentType": "text/csv", "SplitType": "Line"},
+        TransformOutput={"S3OutputPath": "s3://mlscale-test/out/tr-join/", "Accept": "text/csv", "AssembleWith": "Line"},
+        TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1},
+        DataProcessing={"InputFilter": "$[1:]", "JoinSource": "Input", "OutputFilter": "$[0,5,6,7]"})  # fmt: skip
+    for _ in range(300):
+        job = models.describe_transform_job(TransformJobName="tr-join")
+        if job["TransformJobStatus"] != "InProgress":
+            break
+        time.sleep(0.2)
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    lines = read(clients["s3"], "out/tr-join/a.csv.out").strip().split("\n")
+    for row, line in zip(rows, lines):
+        values = [float(v) for v in line.split(",")]
+        assert values[0] == row[0]  # the id column, joined back from the input
+        assert np.allclose(values[1:], np.asarray(row[1:]) @ WEIGHTS.numpy().T, atol=1e-3)
+
+
+@pytest.mark.parametrize("path, record, expected", [
+    ("$", [1, 2], [1, 2]), ("$[1:]", ["a", "b", "c"], ["b", "c"]), ("$[0,2]", ["a", "b", "c"], ["a", "c"]),
+    ("$[-1]", ["a", "b"], "b"), ("$.features", {"features": [1, 2]}, [1, 2]),
+    ("$['id']", {"id": 7}, 7), ("$.a.b[1]", {"a": {"b": [5, 6]}}, 6),
+])  # fmt: skip
+def test_jsonpath_subset(path, record, expected):
+    from mlscale.emulator.executors.data_processing import select
+
+    assert select(record, path) == expected
+
+
+@pytest.mark.parametrize("path", ["features", "$..features", "$[*]", "$.a[?(@.x)]"])
+def test_jsonpath_outside_the_subset_is_refused(path):
+    from mlscale.emulator.executors.data_processing import FilterError, select
+
+    with pytest.raises(FilterError):
+        select({"features": [1]}, path)

@@ -26,6 +26,7 @@ from typing import Any
 
 from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io
+from mlscale.emulator.executors.data_processing import FilterError, filter_input, join_and_filter
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import free_port, launch, stop_process_group
 
@@ -213,6 +214,18 @@ class TransformRun:
             env["SAGEMAKER_MAX_CONCURRENT_TRANSFORMS"] = str(job.max_concurrent_transforms)
         return env
 
+    @staticmethod
+    def _join(records, answers, join, out_filter, content_type, accept) -> list[bytes]:
+        """One output per input record, joined with it and filtered."""
+        outputs = [line for answer in answers for line in answer.split(b"\n") if line.strip()]
+        if len(outputs) != len(records):
+            raise TransformFailed(f"ClientError: the model returned {len(outputs)} outputs for {len(records)} records; "
+                                  "JoinSource and OutputFilter need one output line per record")  # fmt: skip
+        try:
+            return [join_and_filter(r, o, join, out_filter, content_type, accept) for r, o in zip(records, outputs)]
+        except (FilterError, ValueError, IndexError) as error:
+            raise TransformFailed(f"ClientError: OutputFilter {out_filter}: {error}") from None
+
     def _transform(self, s3, model_server: ModelContainer, prefix: str, keys: list[str]) -> None:
         job = self.job
         params = model_server.execution_parameters()
@@ -225,13 +238,24 @@ class TransformRun:
         assemble = (job.transform_output or {}).get("AssembleWith", "None")
         in_bucket, in_prefix = s3io.split_s3_uri(prefix)
         out_bucket, out_prefix = s3io.split_s3_uri(job.transform_output["S3OutputPath"].rstrip("/") + "/")
+        processing = job.data_processing or {}
+        in_filter, out_filter = processing.get("InputFilter"), processing.get("OutputFilter")
+        join = processing.get("JoinSource", "None")
+        per_record = bool(join == "Input" or (out_filter and out_filter != "$"))
         for key in keys:
             if self._stop.is_set():
                 return
             body = s3.get_object(Bucket=in_bucket, Key=key)["Body"].read()
-            requests = batches(split_records(body, split_type), strategy, int(payload), split_type)
+            records = split_records(body, split_type)
+            try:
+                sent = [filter_input(r, in_filter, content_type) for r in records]
+            except (FilterError, ValueError, IndexError) as error:
+                raise TransformFailed(f"ClientError: InputFilter {in_filter}: {error}") from None
+            requests = batches(sent, strategy, int(payload), split_type)
             with ThreadPoolExecutor(max_workers=max(1, int(concurrency))) as pool:
                 answers = list(pool.map(lambda b: model_server.invoke(b, content_type, accept), requests))
+            if per_record:
+                answers = self._join(records, answers, join, out_filter, content_type, accept)
             joiner = b"\n" if assemble == "Line" else b""
             output = b"".join(a + joiner for a in answers) if assemble == "Line" else b"".join(answers)
             relative = key[len(in_prefix):].lstrip("/") if key != in_prefix else Path(key).name

@@ -69,8 +69,10 @@ def main() -> None:
     args = parser.parse_args()
     chain = HandlerChain(Path(args.model_dir), Path(args.code_dir) if args.code_dir else None,
                          os.environ.get("SAGEMAKER_PROGRAM", "inference.py"))  # fmt: skip
-    max_body = int(os.environ.get("SAGEMAKER_MAX_PAYLOAD_IN_MB", 6)) * 1024 * 1024 if os.environ.get(
-        "SAGEMAKER_BATCH") == "true" else MAX_BODY  # fmt: skip
+    max_body = MAX_BODY
+    if os.environ.get("SAGEMAKER_BATCH") == "true":
+        megabytes = int(os.environ.get("SAGEMAKER_MAX_PAYLOAD_IN_MB", 6))
+        max_body = megabytes * 1024 * 1024 if megabytes else 2**63  # 0: chunked, no limit
     server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(chain, max_body))
     print(f"model server ready on 127.0.0.1:{args.port}", flush=True)
     server.serve_forever()
