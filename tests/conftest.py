@@ -40,9 +40,7 @@ def emulator(tmp_path_factory):
 
     config = EmulatorSettings(host="127.0.0.1", port=free_port(), home=tmp_path_factory.mktemp("emulator"))
     control.up(config)
-    connection = {"conn_type": "aws", "login": "testing", "password": "testing",
-                  "extra": {"endpoint_url": config.endpoint_url, "region_name": "us-east-1"}}  # fmt: skip
-    os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(connection)
+    os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = control.connection_uri(config)
     yield config
     control.down(config)
 

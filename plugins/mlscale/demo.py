@@ -15,12 +15,10 @@ def state_dir(repo: Path) -> Path:
     return Path(os.environ.get("MLSCALE_HOME", repo / ".mlscale")).resolve()
 
 
-def airflow_environment(repo: Path, endpoint_url: str) -> dict[str, str]:
+def airflow_environment(repo: Path, connection_json: str) -> dict[str, str]:
     """A private Airflow home whose aws_default connection points at the emulator."""
     home = state_dir(repo) / "airflow"
     home.mkdir(parents=True, exist_ok=True)
-    connection = {"conn_type": "aws", "login": "testing", "password": "testing",
-                  "extra": {"endpoint_url": endpoint_url, "region_name": "us-east-1"}}  # fmt: skip
     return {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(repo / "dags"),
@@ -28,7 +26,7 @@ def airflow_environment(repo: Path, endpoint_url: str) -> dict[str, str]:
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(connection),
+        "AIRFLOW_CONN_AWS_DEFAULT": connection_json,
         "AWS_DEFAULT_REGION": "us-east-1",
     }
 
@@ -61,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     control.up(config)
     try:
-        env = {**os.environ, **airflow_environment(repo, config.endpoint_url)}
+        env = {**os.environ, **airflow_environment(repo, control.connection_uri(config))}
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         os.environ.update(env)

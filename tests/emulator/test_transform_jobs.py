@@ -182,3 +182,25 @@ def test_jsonpath_outside_the_subset_is_refused(path):
 
     with pytest.raises(FilterError):
         select({"features": [1]}, path)
+
+
+def test_stop_transform_job(models, clients):
+    slow = b"import time\ndef model_fn(model_dir):\n    return None\ndef transform_fn(model, body, ct, accept):\n    time.sleep(30)\n    return body\n"  # noqa: E501
+    clients["s3"].put_object(Bucket="mlscale-test", Key="tr/slow.tar.gz", Body=model_tar({"code/inference.py": slow}))
+    models.create_model(ModelName="tr-slow", ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+                        PrimaryContainer={"Image": "i", "ModelDataUrl": "s3://mlscale-test/tr/slow.tar.gz"})  # fmt: skip
+    put_csv(clients["s3"], "in-slow/a.csv", [[1, 2, 3, 4]])
+    models.create_transform_job(
+        TransformJobName="tr-stopped", ModelName="tr-slow",
+        TransformInput={"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://mlscale-test/in-slow/"}},
+                        "ContentType": "text/csv", "SplitType": "Line"},
+        TransformOutput={"S3OutputPath": "s3://mlscale-test/out/tr-stopped/"},
+        TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1})  # fmt: skip
+    time.sleep(2)
+    models.stop_transform_job(TransformJobName="tr-stopped")
+    for _ in range(200):
+        job = models.describe_transform_job(TransformJobName="tr-stopped")
+        if job["TransformJobStatus"] not in ("InProgress", "Stopping"):
+            break
+        time.sleep(0.2)
+    assert job["TransformJobStatus"] == "Stopped"

@@ -115,6 +115,8 @@ class ModelContainer:
             except ValueError:
                 pass
             raise TransformFailed(f"ClientError: the model answered {error.code}: {detail[:600]}") from None
+        except (urllib.error.URLError, ConnectionError) as error:
+            raise TransformFailed(f"ClientError: the model server went away: {error}") from None
 
     def stop(self) -> None:
         stop_process_group(self.process, 10)
@@ -125,6 +127,7 @@ class TransformRun:
         self.job, self.region = job, region
         self.job_dir = settings.current().jobs_dir / "transform" / job.transform_job_name
         self._stop = threading.Event()
+        self._containers: list[ModelContainer] = []
         self.thread = threading.Thread(target=self._run, name=f"transform-{job.transform_job_name}", daemon=True)
 
     def start(self) -> None:
@@ -133,6 +136,8 @@ class TransformRun:
     def stop(self) -> None:
         self.job.transform_job_status = "Stopping"
         self._stop.set()
+        for model_server in list(self._containers):  # in-flight requests end now, not when they finish
+            model_server.stop()
 
     def _finish(self, status: str, failure: str = "") -> None:
         now = datetime.now(timezone.utc)
@@ -145,11 +150,13 @@ class TransformRun:
         try:
             self._execute()
             self._finish("Stopped" if self._stop.is_set() else "Completed")
-        except TransformFailed as failed:
-            self._finish("Failed", str(failed))
         except Exception as error:
-            log.exception("transform job crashed")
-            self._finish("Failed", f"InternalServerError: {error!r}")
+            if self._stop.is_set():  # the requests cut short by the stop
+                return self._finish("Stopped")
+            if not isinstance(error, TransformFailed):
+                log.exception("transform job crashed")
+                error = f"InternalServerError: {error!r}"
+            self._finish("Failed", str(error))
 
     def _execute(self) -> None:
         job = self.job
@@ -166,7 +173,7 @@ class TransformRun:
             raise TransformFailed(f"ClientError: No S3 objects found under S3 URL \"{source['S3Uri']}\"")
         count = int((job.transform_resources or {}).get("InstanceCount", 1))
         logs = settings.aws_client("logs", self.region)
-        containers, shippers = [], []
+        containers, shippers = self._containers, []
         try:
             for index in range(count):
                 model_dir, code_dir = self._unpack(s3, container, index)
