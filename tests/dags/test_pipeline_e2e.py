@@ -68,3 +68,23 @@ def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_i
     assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", summary)
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9
     assert re.search(r"gate: Rejected \(accuracy 0\.\d+ is below the threshold 0\.9999", summary)
+
+
+def test_the_gate_lets_only_an_approved_model_through():
+    """The gate is a short-circuit: when it returns False, Airflow skips everything downstream of it."""
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.providers.standard.operators.python import ShortCircuitOperator
+
+    gate = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"].get_task("gate")
+    assert isinstance(gate, ShortCircuitOperator)
+
+    class TI:
+        def __init__(self, decision):
+            self.decision = decision
+
+        def xcom_pull(self, task_ids):
+            return {"decision": self.decision, "model_package_arn": "arn:pkg/1", "reasons": ["accuracy 0.5 is below"]}
+
+    assert gate.python_callable(ti=TI("Approved")) is True
+    assert gate.python_callable(ti=TI("Rejected")) is False
+    assert gate.python_callable(ti=TI("PendingManualApproval")) is False
