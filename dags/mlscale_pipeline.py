@@ -4,7 +4,7 @@
         -> plan_shards (storage advisor) -> shard (SageMaker Processing)
         -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP)
         -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
-        -> evaluate (Batch Transform, metrics, model registry) -> gate; delete_fsx (teardown)
+        -> evaluate (Batch Transform, metrics, model registry) -> gate -> compile (Neo); delete_fsx (teardown)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
 differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
@@ -26,11 +26,12 @@ from mlscale.operators import (
     FSxDeleteFileSystemOperator,
     FSxLustreStageOperator,
     SageMakerBatchEvaluationOperator,
+    SageMakerNeoCompilationOperator,
     SageMakerProcessingScriptOperator,
     SageMakerScriptTrainingOperator,
     TrainingDiagnosisOperator,
 )
-from mlscale.specs import EvaluationSpec, ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
+from mlscale.specs import CompilationSpec, EvaluationSpec, ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
 
 AWS_CONN_ID = os.environ.get("MLSCALE_AWS_CONN_ID", "aws_default")
 BUCKET = os.environ.get("MLSCALE_BUCKET", "mlscale-demo")
@@ -108,6 +109,8 @@ with DAG(
                               description="Quality gate: held-out accuracy a model needs to be approved"),
         "champion_tolerance": Param(0.01, type="number", minimum=0, maximum=1,
                                     description="Quality gate: how much worse than the approved champion is tolerated"),
+        "target_device": Param("ml_c5", type="string",
+                               description="Neo target (a botocore TargetDevice: ml_c5, ml_g4dn, jetson_nano, ...)"),
         "storage": Param("auto", enum=["auto", "s3", "fsx_lustre"],
                          description="Where training reads from: the storage advisor's choice, or forced"),
         "metrics_period": Param(60, type="integer", minimum=1, maximum=3600,
@@ -330,7 +333,20 @@ with DAG(
         print(f"model package {result['model_package_arn']}: {result['decision']}; " + "; ".join(result["reasons"]))
         return result["decision"] == "Approved"
 
+    compile_model = SageMakerNeoCompilationOperator(
+        task_id="compile",
+        aws_conn_id=AWS_CONN_ID,
+        poll_interval="{{ params.poll_interval }}",
+        spec=CompilationSpec(
+            model_artifact=_xcom("train", "model_artifact"),
+            role_arn=ROLE_ARN,
+            output_uri=_xcom("stage_raw_data", "run_prefix") + "/compiled/",
+            input_shapes={"input0": [1, 64]},  # one flattened 8x8 image, as the endpoint receives it
+            target_device="{{ params.target_device }}",
+        ),
+    )
+
     raw >> etl >> quality >> plan >> shard >> stage_fsx >> channels >> train >> [diagnose, evaluate]
-    evaluate >> gate()
+    evaluate >> gate() >> compile_model
     # Scratch file systems are billed while they exist: delete after training, even when it fails.
     train >> delete_fsx.as_teardown(setups=stage_fsx)

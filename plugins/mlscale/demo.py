@@ -94,9 +94,18 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  billable seconds {train.get('billable_seconds', '-')}",
         f"  diagnosis        {_diagnosis_line(xcoms.get('diagnose'))}",
         f"  evaluation       {_evaluation_line(xcoms.get('evaluate'))}",
+        f"  compiled (Neo)   {_compile_line(xcoms.get('compile'), xcoms.get('evaluate'))}",
         f"  wall time        {wall_seconds:.1f} s",
     ]
     print("\n".join(lines))
+
+
+def _compile_line(compiled: dict | None, evaluation: dict | None) -> str:
+    if compiled:
+        return f"{compiled['target']}: {compiled['compiled_artifact']}"
+    if evaluation and evaluation.get("decision") != "Approved":
+        return f"skipped: the gate did not approve the model ({evaluation.get('decision')})"
+    return "-"
 
 
 def _evaluation_line(evaluation: dict | None) -> str:

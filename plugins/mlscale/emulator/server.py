@@ -17,8 +17,9 @@ def install_services() -> None:
     from mlscale.emulator.athena import queries
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
-    from mlscale.emulator.sagemaker import processing, training, transform
+    from mlscale.emulator.sagemaker import compilation, processing, training, transform
 
+    compilation.install()
     training.install()
     processing.install()
     transform.install()

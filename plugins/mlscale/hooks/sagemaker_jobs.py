@@ -25,12 +25,20 @@ class JobKind:
             return self.describe(hook, job_name)
         except ClientError as error:
             info = error.response.get("Error", {})
-            if info.get("Code") == "ValidationException" and "find" in info.get("Message", "").lower():
+            # jobs answer ValidationException "Could not find ..."; compilation jobs ResourceNotFound
+            if info.get("Code") == "ResourceNotFound" or (
+                info.get("Code") == "ValidationException" and "find" in info.get("Message", "").lower()
+            ):
                 return None
             raise
 
     def stop(self, hook, job_name: str) -> None:
         getattr(hook.conn, self.stop_call)(**{self.name_key: job_name})
+
+    def status_of(self, description: dict) -> str:
+        """The job's status spelled as training jobs spell it (compilation jobs say COMPLETED, INPROGRESS)."""
+        status = description[self.status_key]
+        return status.capitalize() if status.isupper() else status
 
 
 TRAINING = JobKind("training", "TrainingJobName", "TrainingJobStatus", "describe_training_job", "stop_training_job",
@@ -39,7 +47,9 @@ PROCESSING = JobKind("processing", "ProcessingJobName", "ProcessingJobStatus", "
                      "stop_processing_job", "/aws/sagemaker/ProcessingJobs", "processing-jobs")  # fmt: skip
 TRANSFORM = JobKind("transform", "TransformJobName", "TransformJobStatus", "describe_transform_job",
                     "stop_transform_job", "/aws/sagemaker/TransformJobs", "transform-jobs")  # fmt: skip
-JOB_KINDS = {kind.name: kind for kind in (TRAINING, PROCESSING, TRANSFORM)}
+COMPILATION = JobKind("compilation", "CompilationJobName", "CompilationJobStatus", "describe_compilation_job",
+                      "stop_compilation_job", "/aws/sagemaker/CompilationJobs", "compilation-jobs")  # fmt: skip
+JOB_KINDS = {kind.name: kind for kind in (TRAINING, PROCESSING, TRANSFORM, COMPILATION)}
 TERMINAL_STATES = ("Completed", "Failed", "Stopped")
 
 
@@ -50,7 +60,7 @@ def describe_progress(description: dict, previous: dict | None, kind: JobKind) -
     if transitions is not None:
         seen = len((previous or {}).get("SecondaryStatusTransitions") or [])
         return [f"{name}: {t['Status']} - {t.get('StatusMessage', '')}" for t in transitions[seen:]]
-    status = description.get(kind.status_key)
-    if previous is None or previous.get(kind.status_key) != status:
+    status = kind.status_of(description)
+    if previous is None or kind.status_of(previous) != status:
         return [f"{name}: {status}"]
     return []

@@ -1,5 +1,6 @@
 """mlscale's operators, one per pipeline stage."""
 
+from mlscale.operators.compilation import SageMakerNeoCompilationOperator
 from mlscale.operators.diagnosis import TrainingDiagnosisOperator
 from mlscale.operators.evaluation import SageMakerBatchEvaluationOperator
 from mlscale.operators.fsx import FSxDeleteFileSystemOperator, FSxLustreStageOperator
@@ -12,6 +13,7 @@ __all__ = [
     "FSxDeleteFileSystemOperator",
     "FSxLustreStageOperator",
     "SageMakerBatchEvaluationOperator",
+    "SageMakerNeoCompilationOperator",
     "SageMakerProcessingScriptOperator",
     "SageMakerScriptTrainingOperator",
     "TrainingDiagnosisOperator",

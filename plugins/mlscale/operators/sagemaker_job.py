@@ -56,7 +56,7 @@ class SageMakerJobOperator(AwsBaseOperator[SageMakerHook]):
         self.spec.validate()
         region = self.hook.conn_region_name
         job_name, existing = self._current_attempt(context)
-        status = existing[self.kind.status_key] if existing else None
+        status = self.kind.status_of(existing) if existing else None
         if status == "Completed":
             self.log.info("%s job %s already completed; reusing its result.", self.kind.name, job_name)
             return self._result(existing)
@@ -112,10 +112,10 @@ class SageMakerJobOperator(AwsBaseOperator[SageMakerHook]):
         while True:
             name = self._attempt_name(context, attempt)
             description = self.kind.describe_or_none(self.hook, name)
-            if description is None or description[self.kind.status_key] not in ("Failed", "Stopped"):
+            if description is None or self.kind.status_of(description) not in ("Failed", "Stopped"):
                 return name, description
             self.log.info("%s job %s ended %s; the next attempt gets a new name.", self.kind.name, name,
-                          description[self.kind.status_key])  # fmt: skip
+                          self.kind.status_of(description))  # fmt: skip
             attempt += 1
 
     def _wait(self, job_name: str) -> dict:
@@ -129,12 +129,12 @@ class SageMakerJobOperator(AwsBaseOperator[SageMakerHook]):
             for line in describe_progress(description, previous, self.kind) + tail.poll():
                 self.log.info(line)
             previous = description
-            if description[self.kind.status_key] in TERMINAL_STATES:
+            if self.kind.status_of(description) in TERMINAL_STATES:
                 return description
             time.sleep(float(self.poll_interval))
 
     def _finish(self, description: dict) -> dict[str, Any]:
-        name, status = description[self.kind.name_key], description[self.kind.status_key]
+        name, status = description[self.kind.name_key], self.kind.status_of(description)
         if status == "Failed":
             raise AirflowException(
                 f"{self.kind.name.capitalize()} job {name} failed: {description.get('FailureReason', 'no reason given')}"

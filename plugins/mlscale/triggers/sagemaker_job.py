@@ -66,7 +66,7 @@ class SageMakerJobTrigger(BaseTrigger):
             for line in describe_progress(description, previous, kind) + await asyncio.to_thread(tail.poll):
                 self.log.info(line)
             previous = description
-            status = description[kind.status_key]
+            status = kind.status_of(description)
             if status in TERMINAL_STATES:
                 yield TriggerEvent({"status": status, "job_name": self.job_name, "job_kind": self.job_kind,
                                     "failure_reason": description.get("FailureReason")})  # fmt: skip

@@ -1,0 +1,137 @@
+"""Runs a Neo compilation job for real: load the model, compile it for the declared input, check it.
+
+PyTorch models (TorchScript model.pt in model.tar.gz) are frozen, optimised
+for inference and traced at the DataInputConfig shape; the compiled model
+must agree with the original on random inputs (the max abs difference is
+reported). A wrong shape or an unsupported framework fails the job with the
+reason, as Neo does. The output is <S3OutputLocation>/<model>-<target>.tar.gz.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tarfile
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from mlscale.emulator import settings
+from mlscale.emulator.executors import s3io
+
+log = logging.getLogger(__name__)
+TOLERANCE = 1e-4
+
+
+class CompilationFailed(Exception):
+    pass
+
+
+def input_shapes(data_input_config: str) -> dict[str, list[int]]:
+    """DataInputConfig as Neo takes it for PyTorch: {"input0": [1, 3, 224, 224]} or [[1, 3, 224, 224]]."""
+    try:
+        parsed = json.loads(data_input_config)
+    except ValueError:
+        raise CompilationFailed(f"ClientError: InputConfiguration: DataInputConfig is not valid JSON: "
+                                f"{data_input_config!r}") from None  # fmt: skip
+    if isinstance(parsed, list) and parsed and all(isinstance(x, int) for x in parsed):
+        parsed = [parsed]
+    shapes = parsed if isinstance(parsed, dict) else {f"input{i}": s for i, s in enumerate(parsed)}
+    for name, shape in shapes.items():
+        if not (isinstance(shape, list) and shape and all(isinstance(d, int) and d > 0 for d in shape)):
+            raise CompilationFailed(f"ClientError: InputConfiguration: input {name} needs a shape of positive "
+                                    f"integers, got {shape!r}")  # fmt: skip
+    return shapes
+
+
+def compile_torchscript(model_path: Path, shapes: dict[str, list[int]], out_path: Path) -> dict[str, Any]:
+    import torch
+
+    try:
+        original = torch.jit.load(str(model_path), map_location="cpu").eval()
+    except Exception as error:  # noqa: BLE001 - the loader's message is the reason
+        raise CompilationFailed(f"ClientError: the model is not a TorchScript module Neo can load: {error}") from None
+    examples = tuple(torch.rand(*shape) for shape in shapes.values())
+    try:
+        with torch.no_grad():
+            original(*examples)
+            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(original))
+            compiled = torch.jit.trace(frozen, examples, check_trace=False)
+    except Exception as error:  # noqa: BLE001
+        message = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        raise CompilationFailed(f"ClientError: InputConfiguration: the model does not accept inputs of shape "
+                                f"{list(shapes.values())}: {message}") from None  # fmt: skip
+    worst = 0.0
+    with torch.no_grad():
+        for _ in range(8):
+            probe = tuple(torch.rand(*shape) for shape in shapes.values())
+            worst = max(worst, float((compiled(*probe) - original(*probe)).abs().max()))
+    if worst > TOLERANCE:
+        raise CompilationFailed(f"InternalServerError: the compiled model differs from the original by {worst:.3g}")
+    compiled.save(str(out_path))
+    return {"max_abs_diff": worst, "shapes": shapes}
+
+
+class CompilationRun:
+    def __init__(self, job: Any, region: str):
+        self.job, self.region = job, region
+        self.work = settings.current().jobs_dir / "compilation" / job.compilation_job_name
+        self.thread = threading.Thread(target=self._run, name=f"neo-{job.compilation_job_name}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def _finish(self, status: str, failure: str = "") -> None:
+        job = self.job
+        job.compilation_end_time = job.last_modified_time = datetime.now(timezone.utc)
+        job.failure_reason = failure[:1024]
+        job.compilation_job_status = status
+        log.info("compilation job %s: %s %s", job.compilation_job_name, status, failure[:200])
+
+    def _run(self) -> None:
+        try:
+            self._execute()
+            self._finish("COMPLETED")
+        except CompilationFailed as failed:
+            self._finish("FAILED", str(failed))
+        except Exception as error:
+            log.exception("compilation crashed")
+            self._finish("FAILED", f"InternalServerError: {error!r}")
+
+    def _execute(self) -> None:
+        job = self.job
+        config = job.input_config or {}
+        framework = config.get("Framework", "")
+        if framework != "PYTORCH":
+            raise CompilationFailed(f"ClientError: Framework {framework} is not emulated: the emulator compiles "
+                                    "PYTORCH (TorchScript) models")  # fmt: skip
+        shapes = input_shapes(config.get("DataInputConfig", ""))
+        s3 = settings.aws_client("s3", self.region)
+        source = self.work / "model"
+        source.mkdir(parents=True, exist_ok=True)
+        try:
+            s3io.download_and_extract(s3, config["S3Uri"], source)
+        except Exception as error:  # noqa: BLE001 - S3's or tar's message is the reason
+            raise CompilationFailed(f"ClientError: cannot read the model at {config['S3Uri']}: {error}") from None
+        models = [p for p in source.rglob("*") if p.suffix in (".pt", ".pth")]
+        if len(models) != 1:
+            raise CompilationFailed(f"ClientError: model.tar.gz must hold one .pt/.pth file, found "
+                                    f"{[p.name for p in models]}")  # fmt: skip
+        compiled_dir = self.work / "compiled"
+        compiled_dir.mkdir(exist_ok=True)
+        report = compile_torchscript(models[0], shapes, compiled_dir / "model.pt")
+        target = job.output_config.get("TargetDevice") or "-".join(
+            str(v) for v in (job.output_config.get("TargetPlatform") or {}).values())  # fmt: skip
+        report.update({"framework": framework, "target": target, "source": config["S3Uri"]})
+        (compiled_dir / "compilation.json").write_text(json.dumps(report, indent=2))
+        base = Path(config["S3Uri"]).name.removesuffix(".tar.gz")
+        archive = self.work / f"{base}-{target}.tar.gz"
+        with tarfile.open(archive, "w:gz") as tar:
+            for path in sorted(compiled_dir.iterdir()):
+                tar.add(path, arcname=path.name)
+        destination = f"{job.output_config['S3OutputLocation'].rstrip('/')}/{archive.name}"
+        s3io.upload_file(s3, archive, destination)
+        job.model_artifacts = {"S3ModelArtifacts": destination}
+        job.derived_information = {"DerivedDataInputConfig": json.dumps(shapes)}
+        job.compilation_report = report

@@ -1,0 +1,41 @@
+"""Compilation jobs: moto records them COMPLETED at once; here the model is really compiled."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moto.sagemaker import models as sm_models
+from moto.sagemaker import responses as sm_responses
+
+from mlscale.emulator.executors.compilation import CompilationRun
+
+_MotoCompilationJob = sm_models.CompilationJob
+
+
+class EmulatedCompilationJob(_MotoCompilationJob):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.compilation_job_status = "INPROGRESS"
+        self.compilation_end_time = None
+        self.model_artifacts = {}
+        self.model_digests = {}
+        self.derived_information = {}
+        self.inference_image = "emulated-neo-runtime"
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in super().describe().items() if v not in (None, {}, "")}
+
+
+def _response_create(self):
+    result = _moto_response_create(self)
+    job = self.sagemaker_backend.compilation_jobs[self._get_param("CompilationJobName")]
+    CompilationRun(job, region=self.region).start()
+    return result
+
+
+_moto_response_create = sm_responses.SageMakerResponse.create_compilation_job
+
+
+def install() -> None:
+    sm_models.CompilationJob = EmulatedCompilationJob
+    sm_responses.SageMakerResponse.create_compilation_job = _response_create

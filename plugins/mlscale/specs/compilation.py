@@ -1,0 +1,72 @@
+"""CompilationSpec: a SageMaker Neo compilation job, validated against botocore's enums."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from mlscale.specs import rules
+from mlscale.specs.rules import require
+
+
+@cache
+def _enum(shape: str) -> tuple[str, ...]:
+    """Allowed values from botocore's SageMaker model (TargetDevice, Framework, TargetPlatformOs, ...)."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return tuple(model.shape_for(shape).enum)
+
+
+@dataclass
+class CompilationSpec:
+    model_artifact: str
+    role_arn: str
+    output_uri: str
+    input_shapes: dict[str, list[int]]  # {"input0": [1, 64]}
+    framework: str = "PYTORCH"
+    framework_version: str | None = "2.0"
+    target_device: str | None = "ml_c5"
+    target_platform: dict[str, str] = field(default_factory=dict)  # {"Os": "LINUX", "Arch": "ARM64"}
+    max_runtime_seconds: int = 900  # AWS suggests starting with 900 s
+
+    template_fields = ("model_artifact", "role_arn", "output_uri", "input_shapes", "target_device")
+
+    def validate(self) -> None:
+        rules.s3_uri(self.model_artifact, "model_artifact")
+        require(bool(rules.ROLE_ARN.match(self.role_arn or "")), "role_arn", "must be an IAM role ARN", self.role_arn)
+        rules.s3_uri(self.output_uri, "output_uri")
+        require(self.framework in _enum("Framework"), "framework", f"must be one of {_enum('Framework')}",
+                self.framework)  # fmt: skip
+        require(isinstance(self.input_shapes, dict) and bool(self.input_shapes), "input_shapes",
+                "must map each input name to its shape, e.g. {'input0': [1, 64]}")  # fmt: skip
+        for name, shape in self.input_shapes.items():
+            require(isinstance(shape, list) and bool(shape) and all(isinstance(d, int) and d > 0 for d in shape),
+                    f"input_shapes[{name!r}]", "must be a list of positive integers", shape)  # fmt: skip
+        require(bool(self.target_device) != bool(self.target_platform), "target_device",
+                "give target_device or target_platform, not both and not neither")  # fmt: skip
+        if self.target_device:
+            require(self.target_device in _enum("TargetDevice"), "target_device",
+                    "must be one of botocore's TargetDevice values (e.g. ml_c5, ml_g4dn, jetson_nano, rasp4b)",
+                    self.target_device)  # fmt: skip
+        else:
+            require(self.target_platform.get("Os") in _enum("TargetPlatformOs"), "target_platform.Os",
+                    f"must be one of {_enum('TargetPlatformOs')}", self.target_platform.get("Os"))  # fmt: skip
+            require(self.target_platform.get("Arch") in _enum("TargetPlatformArch"), "target_platform.Arch",
+                    f"must be one of {_enum('TargetPlatformArch')}", self.target_platform.get("Arch"))  # fmt: skip
+        rules.in_range(self.max_runtime_seconds, "max_runtime_seconds", 1, 86400)
+
+    def request(self, job_name: str) -> dict[str, Any]:
+        input_config: dict[str, Any] = {"S3Uri": self.model_artifact, "Framework": self.framework,
+                                        "DataInputConfig": json.dumps(self.input_shapes)}  # fmt: skip
+        if self.framework_version:
+            input_config["FrameworkVersion"] = self.framework_version
+        output: dict[str, Any] = {"S3OutputLocation": self.output_uri}
+        if self.target_device:
+            output["TargetDevice"] = self.target_device
+        else:
+            output["TargetPlatform"] = dict(self.target_platform)
+        return {"CompilationJobName": job_name, "RoleArn": self.role_arn, "InputConfig": input_config,
+                "OutputConfig": output, "StoppingCondition": {"MaxRuntimeInSeconds": self.max_runtime_seconds}}  # fmt: skip
