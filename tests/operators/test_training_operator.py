@@ -146,3 +146,25 @@ def test_trigger_serialization_round_trip():
     rebuilt = getattr(__import__(module, fromlist=[name]), name)(**kwargs)
     assert rebuilt.serialize() == (classpath, kwargs)
     assert classpath == "mlscale.triggers.sagemaker_job.SageMakerJobTrigger"
+
+
+def test_neo_compilation_operator_compiles_and_reuses_on_retry(emulator, clients, tmp_path):
+    """The compilation job kind: upper-case statuses and ResourceNotFound are handled by the shared base."""
+    import io
+
+    import torch
+
+    from mlscale.operators import SageMakerNeoCompilationOperator
+    from mlscale.specs import CompilationSpec
+    from tests.emulator.test_transform_jobs import model_tar
+
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.trace(torch.nn.Linear(64, 10).eval(), torch.rand(1, 64)), buffer)
+    clients["s3"].put_object(Bucket="mlscale-test", Key="neo-op/model.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()}))
+    spec = CompilationSpec("s3://mlscale-test/neo-op/model.tar.gz", ROLE_ARN, "s3://mlscale-test/neo-op/out/",
+                           {"input0": [1, 64]}, target_device="ml_g4dn")  # fmt: skip
+    context = {"ti": FakeTI("compile")}
+    first = SageMakerNeoCompilationOperator(task_id="compile", spec=spec, deferrable=False, poll_interval=0.3).execute(context)
+    assert first["compiled_artifact"] == "s3://mlscale-test/neo-op/out/model-ml_g4dn.tar.gz" and first["target"] == "ml_g4dn"
+    again = SageMakerNeoCompilationOperator(task_id="compile", spec=spec, deferrable=False, poll_interval=0.3).execute(context)
+    assert again == first  # the completed job is found and reused, not compiled twice
