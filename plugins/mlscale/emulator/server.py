@@ -17,9 +17,10 @@ def install_services() -> None:
     from mlscale.emulator.athena import queries
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
-    from mlscale.emulator.sagemaker import compilation, processing, training, transform
+    from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform
 
     compilation.install()
+    endpoints.install()
     training.install()
     processing.install()
     transform.install()
@@ -29,8 +30,9 @@ def install_services() -> None:
 
 
 def shutdown_services() -> None:
-    from mlscale.emulator.sagemaker import processing, training
+    from mlscale.emulator.sagemaker import endpoints, processing, training
 
+    endpoints.stop_all()
     training.stop_all()
     processing.stop_all()
 

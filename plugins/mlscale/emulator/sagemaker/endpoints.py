@@ -1,0 +1,149 @@
+"""Endpoints that really serve: Creating -> InService once every instance answers /ping; InvokeEndpoint
+reaches the model servers; UpdateEndpoint (moto has none) brings up the new fleet before it takes traffic."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from datetime import datetime, timezone
+from typing import Any
+
+from moto.core.responses import ActionResult, EmptyResult
+from moto.sagemaker import models as sm_models
+from moto.sagemaker import responses as sm_responses
+from moto.sagemaker.exceptions import ValidationError
+from moto.sagemakerruntime import responses as runtime_responses
+
+from mlscale.emulator.executors.endpoint import Fleet, ModelError, TransformFailed
+
+log = logging.getLogger(__name__)
+_fleets: dict[str, Fleet] = {}
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class EmulatedEndpoint(sm_models.FakeEndpoint):
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.endpoint_status = "Creating"
+        self.failure_reason = None
+
+
+def _bring_up(endpoint, config_name: str, variants: list[dict], region: str, on_ready) -> None:
+    fleet = Fleet(endpoint.endpoint_name, config_name, variants, region)
+    try:
+        fleet.start()
+    except (TransformFailed, Exception) as error:  # noqa: BLE001 - the reason goes on the endpoint
+        fleet.stop()
+        on_ready(None, str(error))
+        return
+    on_ready(fleet, None)
+
+
+def _response_create_endpoint(self) -> ActionResult:
+    result = _moto_create_endpoint(self)
+    endpoint = self.sagemaker_backend.endpoints[self._get_param("EndpointName")]
+
+    def ready(fleet, failure):
+        endpoint.last_modified_time = _now()
+        if fleet is None:
+            endpoint.endpoint_status, endpoint.failure_reason = "Failed", failure[:1024]
+            return
+        _fleets[endpoint.endpoint_name] = fleet
+        endpoint.endpoint_status = "InService"
+
+    # moto keeps the describe shape of the variants; the fleet needs the config's (ModelName, counts, weights)
+    variants = self.sagemaker_backend.describe_endpoint_config(endpoint.endpoint_config_name)["ProductionVariants"]
+    threading.Thread(target=_bring_up, args=(endpoint, endpoint.endpoint_config_name, variants, self.region, ready),
+                     daemon=True).start()  # fmt: skip
+    return result
+
+
+def _response_update_endpoint(self) -> ActionResult:
+    name, config_name = self._get_param("EndpointName"), self._get_param("EndpointConfigName")
+    backend = self.sagemaker_backend
+    if name not in backend.endpoints:
+        raise ValidationError(f"Could not find endpoint \"{name}\".")
+    endpoint = backend.endpoints[name]
+    if endpoint.endpoint_status != "InService":
+        raise ValidationError(f"Cannot update in-progress endpoint \"{name}\" (status {endpoint.endpoint_status}).")
+    config = backend.describe_endpoint_config(config_name)
+    endpoint.endpoint_status = "Updating"
+
+    def ready(fleet, failure):
+        endpoint.last_modified_time = _now()
+        if fleet is None:  # the old fleet keeps serving: a failed update still ends InService
+            endpoint.endpoint_status, endpoint.failure_reason = "InService", failure[:1024]
+            return
+        old = _fleets.get(name)
+        _fleets[name] = fleet  # traffic moves only once the new fleet passed /ping
+        endpoint.endpoint_config_name = config_name
+        endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
+        endpoint.endpoint_status, endpoint.failure_reason = "InService", None
+        if old:
+            old.stop()
+
+    threading.Thread(target=_bring_up, args=(endpoint, config_name, config["ProductionVariants"], self.region, ready),
+                     daemon=True).start()  # fmt: skip
+    return ActionResult({"EndpointArn": endpoint.arn})
+
+
+def _response_delete_endpoint(self) -> EmptyResult:
+    name = self._get_param("EndpointName")
+    result = _moto_delete_endpoint(self)
+    fleet = _fleets.pop(name, None)
+    if fleet:
+        fleet.stop()
+    return result
+
+
+def _error(status: int, kind: str, body: dict):
+    return status, {"status": status, "Content-Type": "application/json", "x-amzn-ErrorType": kind}, json.dumps(
+        {"__type": kind, **body})  # fmt: skip
+
+
+def _runtime_invoke_endpoint(self):
+    name = self.path.split("/endpoints/")[1].split("/")[0]
+    from urllib.parse import unquote
+
+    name = unquote(name)
+    fleet = _fleets.get(name)
+    if fleet is None:
+        return _error(400, "ValidationError", {"message": f"Endpoint {name} of account {self.current_account} not found."})
+    try:
+        answer, content_type, variant = fleet.invoke(self.body if isinstance(self.body, bytes) else self.body.encode(),
+                                                     self.headers.get("Content-Type"), self.headers.get("Accept"),
+                                                     self.headers.get("X-Amzn-SageMaker-Target-Variant"))  # fmt: skip
+    except KeyError as missing:
+        return _error(400, "ValidationError", {"message": f"Variant {missing} is not in endpoint {name}."})
+    except ModelError as error:
+        message = (f"Received client error ({error.status}) from primary with message \"{error.body[:500]}\". "
+                   f"See the CloudWatch log group /aws/sagemaker/Endpoints/{name} for more information.")  # fmt: skip
+        return _error(424, "ModelError", {"message": message, "OriginalStatusCode": error.status,
+                                          "OriginalMessage": error.body[:1000]})  # fmt: skip
+    headers = {"Content-Type": content_type, "x-Amzn-Invoked-Production-Variant": variant}
+    custom = self.headers.get("X-Amzn-SageMaker-Custom-Attributes")
+    if custom:
+        headers["X-Amzn-SageMaker-Custom-Attributes"] = custom
+    return 200, headers, answer
+
+
+_moto_create_endpoint = sm_responses.SageMakerResponse.create_endpoint
+_moto_delete_endpoint = sm_responses.SageMakerResponse.delete_endpoint
+
+
+def install() -> None:
+    sm_models.FakeEndpoint = EmulatedEndpoint
+    sm_responses.SageMakerResponse.create_endpoint = _response_create_endpoint
+    sm_responses.SageMakerResponse.update_endpoint = _response_update_endpoint
+    sm_responses.SageMakerResponse.delete_endpoint = _response_delete_endpoint
+    runtime_responses.SageMakerRuntimeResponse.invoke_endpoint = _runtime_invoke_endpoint
+
+
+def stop_all() -> None:
+    for fleet in list(_fleets.values()):
+        fleet.stop()
+    _fleets.clear()
