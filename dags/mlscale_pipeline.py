@@ -4,7 +4,8 @@
         -> plan_shards (storage advisor) -> shard (SageMaker Processing)
         -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP)
         -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
-        -> evaluate (Batch Transform, metrics, model registry) -> gate -> compile (Neo); delete_fsx (teardown)
+        -> evaluate (Batch Transform, metrics, model registry) -> gate -> compile (Neo) -> deploy_endpoint;
+        delete_fsx (teardown)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
 differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
@@ -26,12 +27,13 @@ from mlscale.operators import (
     FSxDeleteFileSystemOperator,
     FSxLustreStageOperator,
     SageMakerBatchEvaluationOperator,
+    SageMakerEndpointDeployOperator,
     SageMakerNeoCompilationOperator,
     SageMakerProcessingScriptOperator,
     SageMakerScriptTrainingOperator,
     TrainingDiagnosisOperator,
 )
-from mlscale.specs import CompilationSpec, EvaluationSpec, ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
+from mlscale.specs import CompilationSpec, EndpointSpec, EvaluationSpec, ProcessingInput, ProcessingOutput, ProcessingSpec, TrainingSpec
 
 AWS_CONN_ID = os.environ.get("MLSCALE_AWS_CONN_ID", "aws_default")
 BUCKET = os.environ.get("MLSCALE_BUCKET", "mlscale-demo")
@@ -347,6 +349,24 @@ with DAG(
     )
 
     raw >> etl >> quality >> plan >> shard >> stage_fsx >> channels >> train >> [diagnose, evaluate]
-    evaluate >> gate() >> compile_model
+    deploy_endpoint = SageMakerEndpointDeployOperator(
+        task_id="deploy_endpoint",
+        aws_conn_id=AWS_CONN_ID,
+        poll_interval="{{ params.poll_interval }}",
+        spec=EndpointSpec(
+            endpoint_name="mlscale-digits",
+            model_artifact=_xcom("compile", "compiled_artifact"),
+            role_arn=ROLE_ARN,
+            image_uri=INFERENCE_IMAGE,
+            instance_type="ml.c5.large",
+            instance_count=1,
+            # a flattened "0" from the digits data: what a client would send
+            sample_body="[[0,0,0.3125,0.8125,0.5625,0.0625,0,0,0,0,0.8125,0.9375,0.625,0.9375,0.3125,0,0,0.1875,0.9375,"
+                        "0.125,0,0.6875,0.5,0,0,0.25,0.75,0,0,0.5,0.5,0,0,0.3125,0.5,0,0,0.5625,0.5,0,0,0.25,0.6875,0,"
+                        "0.0625,0.75,0.4375,0,0,0.125,0.875,0.3125,0.625,0.75,0,0,0,0,0.375,0.8125,0.625,0,0,0]]",
+        ),
+    )
+
+    evaluate >> gate() >> compile_model >> deploy_endpoint
     # Scratch file systems are billed while they exist: delete after training, even when it fails.
     train >> delete_fsx.as_teardown(setups=stage_fsx)

@@ -95,9 +95,23 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  diagnosis        {_diagnosis_line(xcoms.get('diagnose'))}",
         f"  evaluation       {_evaluation_line(xcoms.get('evaluate'))}",
         f"  compiled (Neo)   {_compile_line(xcoms.get('compile'), xcoms.get('evaluate'))}",
+        f"  endpoint         {_endpoint_line(xcoms.get('deploy_endpoint'))}",
         f"  wall time        {wall_seconds:.1f} s",
     ]
     print("\n".join(lines))
+
+
+def _endpoint_line(endpoint: dict | None) -> str:
+    if not endpoint:
+        return "-"
+    answer = endpoint.get("sample_answer") or ""
+    try:
+        scores = json.loads(answer)[0]
+        answer = f"predicts {max(range(len(scores)), key=scores.__getitem__)} for the sample (a 0)"
+    except (ValueError, TypeError, IndexError, KeyError):
+        pass
+    return (f"{endpoint['endpoint_name']} InService ({endpoint['endpoint_config']}, autoscaling "
+            f"{endpoint['scaling_policy']}); {answer}")
 
 
 def _compile_line(compiled: dict | None, evaluation: dict | None) -> str:

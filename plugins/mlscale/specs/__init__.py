@@ -1,9 +1,10 @@
 """Typed specs: what a stage needs, validated before any AWS call, turned into requests by pure functions."""
 
 from mlscale.specs.compilation import CompilationSpec
+from mlscale.specs.endpoint import EndpointSpec
 from mlscale.specs.errors import SpecError
 from mlscale.specs.evaluation import EvaluationSpec
 from mlscale.specs.processing import ProcessingInput, ProcessingOutput, ProcessingSpec
 from mlscale.specs.training import FileSystemChannel, InputChannel, TrainingSpec
 
-__all__ = ["CompilationSpec", "EvaluationSpec", "FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "SpecError", "TrainingSpec"]
+__all__ = ["CompilationSpec", "EndpointSpec", "EvaluationSpec", "FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "SpecError", "TrainingSpec"]

@@ -9,6 +9,7 @@ reason, as Neo does. The output is <S3OutputLocation>/<model>-<target>.tar.gz.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import tarfile
@@ -56,12 +57,32 @@ def compile_torchscript(model_path: Path, shapes: dict[str, list[int]], out_path
     try:
         with torch.no_grad():
             original(*examples)
-            frozen = torch.jit.optimize_for_inference(torch.jit.freeze(original))
-            compiled = torch.jit.trace(frozen, examples, check_trace=False)
+            torch.jit.freeze(original)
     except Exception as error:  # noqa: BLE001
         message = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
         raise CompilationFailed(f"ClientError: InputConfiguration: the model does not accept inputs of shape "
                                 f"{list(shapes.values())}: {message}") from None  # fmt: skip
+    # optimize_for_inference fuses more, but some of its graphs do not survive save/load: keep what does.
+    # Each pass starts from a fresh load: optimize_for_inference rewrites the module it is given.
+    def fresh():
+        return torch.jit.freeze(torch.jit.load(str(model_path), map_location="cpu").eval())
+
+    passes = [("freeze+optimize_for_inference", lambda: torch.jit.optimize_for_inference(fresh())), ("freeze", fresh)]
+    for name, build in passes:
+        try:
+            with torch.no_grad():
+                traced = torch.jit.trace(build(), examples, check_trace=False)
+            buffer = io.BytesIO()
+            torch.jit.save(traced, buffer)
+            buffer.seek(0)
+            compiled = torch.jit.load(buffer, map_location="cpu")
+            with torch.no_grad():
+                compiled(*examples)
+            break
+        except Exception as error:  # noqa: BLE001 - try the next, plainer pass
+            log.info("compile pass %s not usable: %s", name, str(error).splitlines()[0] if str(error) else error)
+    else:
+        raise CompilationFailed("InternalServerError: no compiled form of the model survives save and load")
     worst = 0.0
     with torch.no_grad():
         for _ in range(8):
@@ -70,7 +91,7 @@ def compile_torchscript(model_path: Path, shapes: dict[str, list[int]], out_path
     if worst > TOLERANCE:
         raise CompilationFailed(f"InternalServerError: the compiled model differs from the original by {worst:.3g}")
     compiled.save(str(out_path))
-    return {"max_abs_diff": worst, "shapes": shapes}
+    return {"max_abs_diff": worst, "shapes": shapes, "passes": name}
 
 
 class CompilationRun:

@@ -1,0 +1,47 @@
+"""EndpointSpec: a real-time endpoint for one model, its autoscaling and a smoke test."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from mlscale.specs import rules
+from mlscale.specs.rules import require
+
+INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+
+
+@dataclass
+class EndpointSpec:
+    endpoint_name: str
+    model_artifact: str  # e.g. the Neo-compiled model.tar.gz
+    role_arn: str
+    image_uri: str
+    instance_type: str = "ml.c5.large"
+    instance_count: int = 1
+    min_capacity: int = 1
+    max_capacity: int = 4
+    invocations_per_instance: float = 70.0  # SageMakerVariantInvocationsPerInstance target (per minute)
+    scale_in_cooldown: int = 300
+    scale_out_cooldown: int = 300
+    sample_body: str = ""
+    sample_content_type: str = "application/json"
+
+    template_fields = ("endpoint_name", "model_artifact", "role_arn", "image_uri", "instance_type",
+                       "instance_count", "sample_body")  # fmt: skip
+
+    def validate(self) -> None:
+        require(bool(rules.NAME.match(self.endpoint_name or "")), "endpoint_name",
+                "must be 1-63 letters, digits and '-'", self.endpoint_name)  # fmt: skip
+        rules.s3_uri(self.model_artifact, "model_artifact")
+        require(bool(rules.ROLE_ARN.match(self.role_arn or "")), "role_arn", "must be an IAM role ARN", self.role_arn)
+        require(bool(self.image_uri), "image_uri", "is required (the inference container image)")
+        require(bool(INSTANCE_TYPE.match(self.instance_type or "")), "instance_type",
+                "must look like ml.<family>.<size>", self.instance_type)  # fmt: skip
+        rules.in_range(self.instance_count, "instance_count", 1, 100)
+        rules.in_range(self.min_capacity, "min_capacity", 1, 100)  # Application Auto Scaling: MinCapacity >= 1
+        rules.in_range(self.max_capacity, "max_capacity", self.min_capacity, 1000)
+        require(isinstance(self.invocations_per_instance, (int, float)) and self.invocations_per_instance > 0,
+                "invocations_per_instance", "must be > 0", self.invocations_per_instance)  # fmt: skip
+        rules.in_range(self.scale_in_cooldown, "scale_in_cooldown", 0, 86400)
+        rules.in_range(self.scale_out_cooldown, "scale_out_cooldown", 0, 86400)
