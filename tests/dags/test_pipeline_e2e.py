@@ -16,8 +16,9 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["compile", "delete_fsx", "diagnose", "etl", "evaluate", "gate", "plan_shards",
-                                    "quality", "shard", "stage_fsx", "stage_raw_data", "train", "training_inputs"]  # fmt: skip
+    assert sorted(dag.task_ids) == ["compile", "delete_fsx", "deploy_endpoint", "diagnose", "etl", "evaluate", "gate",
+                                    "plan_shards", "quality", "shard", "stage_fsx", "stage_raw_data", "train",
+                                    "training_inputs"]  # fmt: skip
     assert dag.get_task("compile").upstream_task_ids == {"gate"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert dag.get_task("delete_fsx").is_teardown
@@ -60,6 +61,7 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     assert re.search(r"evaluation\s+accuracy 0\.9\d+, macro-F1 0\.9\d+ on 7000 held-out records; gate: Approved", summary)
     assert re.search(r"model package arn:aws:sagemaker:us-east-1:\d+:model-package/mlscale-digits/\d+", summary)
     assert re.search(r"compiled \(Neo\)\s+ml_c5: s3://mlscale-demo/mlscale/runs/.+/compiled/model-ml_c5\.tar\.gz", summary)
+    assert re.search(r"endpoint\s+mlscale-digits InService .+; predicts 0 for the sample \(a 0\)", summary)
 
 
 @pytest.mark.e2e
@@ -72,6 +74,7 @@ def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_i
     assert re.search(r"gate: Rejected \(accuracy 0\.\d+ is below the threshold 0\.9999", summary)
     # the gate short-circuits: nothing after it runs for a rejected model
     assert re.search(r"compiled \(Neo\)\s+skipped: the gate did not approve the model \(Rejected\)", summary)
+    assert re.search(r"endpoint\s+-\n", summary)
 
 
 def test_the_gate_lets_only_an_approved_model_through():

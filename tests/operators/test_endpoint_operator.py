@@ -1,0 +1,74 @@
+"""SageMakerEndpointDeployOperator against the emulator: create, update, a failed update, autoscaling."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import torch
+from airflow.sdk.exceptions import AirflowException
+
+from mlscale.operators import SageMakerEndpointDeployOperator
+from mlscale.specs import EndpointSpec, SpecError
+from tests.conftest import ROLE_ARN
+from tests.emulator.test_transform_jobs import model_tar
+from tests.operators.test_training_operator import FakeTI
+
+pytestmark = pytest.mark.emulator
+
+
+def artifact(clients, name: str, scale: float | None) -> str:
+    files = {}
+    if scale is not None:
+        layer = torch.nn.Linear(2, 1, bias=False)
+        layer.weight.data = torch.tensor([[scale, scale]])
+        buffer = io.BytesIO()
+        torch.jit.save(torch.jit.script(layer), buffer)
+        files["model.pt"] = buffer.getvalue()
+    else:  # no model at all: the server cannot load it
+        files["README"] = b"empty"
+    clients["s3"].put_object(Bucket="mlscale-test", Key=f"endpoint/{name}.tar.gz", Body=model_tar(files))
+    return f"s3://mlscale-test/endpoint/{name}.tar.gz"
+
+
+def deploy(uri: str, **overrides) -> dict:
+    spec = EndpointSpec(endpoint_name="op-endpoint", model_artifact=uri, role_arn=ROLE_ARN, image_uri="inference:1",
+                        sample_body="[[1, 2]]", **overrides)  # fmt: skip
+    return SageMakerEndpointDeployOperator(task_id="deploy", spec=spec, poll_interval=0.2).execute({"ti": FakeTI("deploy")})
+
+
+def test_create_then_update_then_a_failed_update_keeps_the_old_model_serving(emulator, clients):
+    first = deploy(artifact(clients, "v1", 1.0))
+    assert json.loads(first["sample_answer"]) == [[3.0]]
+    scaling = __import__("boto3").client("application-autoscaling", endpoint_url=emulator.endpoint_url,
+                                         region_name="us-east-1")  # fmt: skip
+    targets = scaling.describe_scalable_targets(ServiceNamespace="sagemaker")["ScalableTargets"]
+    assert any(t["ResourceId"] == "endpoint/op-endpoint/variant/AllTraffic" and t["MinCapacity"] == 1 for t in targets)
+    policies = scaling.describe_scaling_policies(ServiceNamespace="sagemaker")["ScalingPolicies"]
+    tracking = policies[0]["TargetTrackingScalingPolicyConfiguration"]
+    assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
+    assert tracking["TargetValue"] == 70.0
+
+    second = deploy(artifact(clients, "v2", 10.0))
+    assert second["endpoint_config"] != first["endpoint_config"] and json.loads(second["sample_answer"]) == [[30.0]]
+
+    with pytest.raises(AirflowException, match="still serves .* the update failed or rolled back"):
+        deploy(artifact(clients, "broken", None))
+    runtime = __import__("boto3").client("sagemaker-runtime", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+    answer = runtime.invoke_endpoint(EndpointName="op-endpoint", Body="[[1, 2]]", ContentType="application/json")
+    assert json.loads(answer["Body"].read()) == [[30.0]]  # v2 still answers
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"min_capacity": 0}, "min_capacity: must be an integer from 1 to 100"),
+    ({"max_capacity": 0}, "max_capacity: must be an integer from 1 to 1000"),
+    ({"endpoint_name": "bad_name"}, "endpoint_name: must be 1-63 letters"),
+    ({"instance_type": "c5.large"}, "instance_type: must look like ml.<family>.<size>"),
+])  # fmt: skip
+def test_bad_endpoint_specs(overrides, message):
+    spec = EndpointSpec(endpoint_name="e", model_artifact="s3://bkt/m.tar.gz", role_arn=ROLE_ARN, image_uri="i")
+    for key, value in overrides.items():
+        setattr(spec, key, value)
+    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)").replace("<", "<")):
+        spec.validate()
