@@ -1,11 +1,13 @@
 """Endpoints that really serve: Creating -> InService once every instance answers /ping; InvokeEndpoint
-reaches the model servers; UpdateEndpoint (moto has none) brings up the new fleet before it takes traffic."""
+reaches the model servers; UpdateEndpoint (moto has none) brings up the new fleet before it takes traffic
+and shifts traffic by its DeploymentConfig, rolling back when an alarm fires."""
 
 from __future__ import annotations
 
 import json
 import logging
 import threading
+import time
 from datetime import datetime, timezone
 from typing import Any
 
@@ -15,10 +17,11 @@ from moto.sagemaker import responses as sm_responses
 from moto.sagemaker.exceptions import ValidationError
 from moto.sagemakerruntime import responses as runtime_responses
 
+from mlscale.emulator.executors.deployment import Router, plan_from, shift_traffic
 from mlscale.emulator.executors.endpoint import Fleet, ModelError, TransformFailed
 
 log = logging.getLogger(__name__)
-_fleets: dict[str, Fleet] = {}
+_fleets: dict[str, Router] = {}
 
 
 def _now() -> datetime:
@@ -52,7 +55,7 @@ def _response_create_endpoint(self) -> ActionResult:
         if fleet is None:
             endpoint.endpoint_status, endpoint.failure_reason = "Failed", failure[:1024]
             return
-        _fleets[endpoint.endpoint_name] = fleet
+        _fleets[endpoint.endpoint_name] = Router(fleet)
         endpoint.endpoint_status = "InService"
 
     # moto keeps the describe shape of the variants; the fleet needs the config's (ModelName, counts, weights)
@@ -71,22 +74,34 @@ def _response_update_endpoint(self) -> ActionResult:
     if endpoint.endpoint_status != "InService":
         raise ValidationError(f"Cannot update in-progress endpoint \"{name}\" (status {endpoint.endpoint_status}).")
     config = backend.describe_endpoint_config(config_name)
+    deployment = self._get_param("DeploymentConfig")
     endpoint.endpoint_status = "Updating"
+    region = self.region
 
     def ready(fleet, failure):
-        endpoint.last_modified_time = _now()
-        if fleet is None:  # the old fleet keeps serving: a failed update still ends InService
+        router = _fleets[name]
+        if fleet is None:  # green never passed /ping: blue keeps serving, and a failed update still ends InService
             endpoint.endpoint_status, endpoint.failure_reason = "InService", failure[:1024]
+            endpoint.last_modified_time = _now()
             return
-        old = _fleets.get(name)
-        _fleets[name] = fleet  # traffic moves only once the new fleet passed /ping
-        endpoint.endpoint_config_name = config_name
-        endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
-        endpoint.endpoint_status, endpoint.failure_reason = "InService", None
-        if old:
+        green_instances = sum(int(v.get("InitialInstanceCount", 1)) for v in config["ProductionVariants"])
+        plan = plan_from(deployment, green_instances)
+        firing = shift_traffic(router, fleet, plan, region)
+        if firing:
+            fleet.stop()
+            endpoint.failure_reason = (f"Update rolled back: alarm {firing} went into ALARM while traffic shifted; "
+                                       f"the endpoint still serves {endpoint.endpoint_config_name}")  # fmt: skip
+        else:
+            old = router.promote()
+            endpoint.endpoint_config_name = config_name
+            endpoint.production_variants = endpoint._process_production_variants(config["ProductionVariants"])
+            endpoint.failure_reason = None
+            time.sleep(max(plan.termination_wait, 1))  # requests blue is answering finish first
             old.stop()
+        endpoint.endpoint_status = "InService"
+        endpoint.last_modified_time = _now()
 
-    threading.Thread(target=_bring_up, args=(endpoint, config_name, config["ProductionVariants"], self.region, ready),
+    threading.Thread(target=_bring_up, args=(endpoint, config_name, config["ProductionVariants"], region, ready),
                      daemon=True).start()  # fmt: skip
     return ActionResult({"EndpointArn": endpoint.arn})
 
