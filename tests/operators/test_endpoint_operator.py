@@ -50,7 +50,7 @@ def test_create_then_update_then_a_failed_update_keeps_the_old_model_serving(emu
     assert tracking["PredefinedMetricSpecification"]["PredefinedMetricType"] == "SageMakerVariantInvocationsPerInstance"
     assert tracking["TargetValue"] == 70.0
 
-    second = deploy(artifact(clients, "v2", 10.0))
+    second = deploy(artifact(clients, "v2", 10.0), traffic_routing="CANARY", canary_percent=50, wait_seconds=1)
     assert second["endpoint_config"] != first["endpoint_config"] and json.loads(second["sample_answer"]) == [[30.0]]
 
     with pytest.raises(AirflowException, match="still serves .* the update failed or rolled back"):
@@ -65,6 +65,9 @@ def test_create_then_update_then_a_failed_update_keeps_the_old_model_serving(emu
     ({"max_capacity": 0}, "max_capacity: must be an integer from 1 to 1000"),
     ({"endpoint_name": "bad_name"}, "endpoint_name: must be 1-63 letters"),
     ({"instance_type": "c5.large"}, "instance_type: must look like ml.<family>.<size>"),
+    ({"traffic_routing": "SHADOW"}, "traffic_routing: must be ALL_AT_ONCE, CANARY or LINEAR"),
+    ({"canary_percent": 60}, "canary_percent: must be an integer from 1 to 50"),
+    ({"wait_seconds": 4000}, "wait_seconds: must be an integer from 0 to 3600"),
 ])  # fmt: skip
 def test_bad_endpoint_specs(overrides, message):
     spec = EndpointSpec(endpoint_name="e", model_artifact="s3://bkt/m.tar.gz", role_arn=ROLE_ARN, image_uri="i")
@@ -72,3 +75,16 @@ def test_bad_endpoint_specs(overrides, message):
         setattr(spec, key, value)
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(")", r"\)").replace("<", "<")):
         spec.validate()
+
+
+def test_deployment_config_is_what_the_api_takes():
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    spec = EndpointSpec(endpoint_name="e", model_artifact="s3://bkt/m.tar.gz", role_arn=ROLE_ARN, image_uri="i",
+                        traffic_routing="LINEAR", linear_step_percent=20, wait_seconds=60, rollback_alarms=["5xx"])
+    shape = botocore.session.get_session().get_service_model("sagemaker").operation_model("UpdateEndpoint").input_shape
+    request = {"EndpointName": "e", "EndpointConfigName": "c", "DeploymentConfig": spec.deployment_config()}
+    assert not ParamValidator().validate(request, shape).has_errors()
+    assert spec.deployment_config()["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]["LinearStepSize"] == {
+        "Type": "CAPACITY_PERCENT", "Value": 20}

@@ -24,8 +24,10 @@ VARIANT = "AllTraffic"
 class SageMakerEndpointDeployOperator(AwsBaseOperator[SageMakerHook]):
     """Create the model and an endpoint config named after the artifact, then create or update the endpoint.
 
-    It waits for InService and then checks that the endpoint really serves the
-    new endpoint config: a failed or rolled-back update also ends InService,
+    An update is blue/green with the spec's traffic routing (all at once,
+    canary or linear), baking and rollback alarms. It waits for InService and
+    then checks that the endpoint really serves the new endpoint config: a
+    failed or rolled-back update also ends InService,
     and fails the task with the reason. Then it registers Application Auto
     Scaling target tracking on SageMakerVariantInvocationsPerInstance and sends
     the sample request. XCom: endpoint, config, variant, scaling policy, the
@@ -54,7 +56,8 @@ class SageMakerEndpointDeployOperator(AwsBaseOperator[SageMakerHook]):
             sagemaker.create_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name)
         elif existing["EndpointConfigName"] != config_name:
             self.log.info("Updating endpoint %s: %s -> %s", spec.endpoint_name, existing["EndpointConfigName"], config_name)
-            sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name)
+            sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name,
+                                      DeploymentConfig=spec.deployment_config())  # fmt: skip
         final = self._wait()
         if final["EndpointStatus"] != "InService":
             raise AirflowException(f"Endpoint {spec.endpoint_name} is {final['EndpointStatus']}: "

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from mlscale.specs import rules
 from mlscale.specs.rules import require
@@ -26,6 +27,13 @@ class EndpointSpec:
     scale_out_cooldown: int = 300
     sample_body: str = ""
     sample_content_type: str = "application/json"
+    # Blue/green for updates (deployment guardrails): how green takes traffic, how long it bakes, what rolls back.
+    traffic_routing: str = "ALL_AT_ONCE"  # or CANARY, LINEAR
+    canary_percent: int = 10
+    linear_step_percent: int = 25
+    wait_seconds: int = 300
+    termination_wait_seconds: int = 0
+    rollback_alarms: list[str] = field(default_factory=list)
 
     template_fields = ("endpoint_name", "model_artifact", "role_arn", "image_uri", "instance_type",
                        "instance_count", "sample_body")  # fmt: skip
@@ -45,3 +53,22 @@ class EndpointSpec:
                 "invocations_per_instance", "must be > 0", self.invocations_per_instance)  # fmt: skip
         rules.in_range(self.scale_in_cooldown, "scale_in_cooldown", 0, 86400)
         rules.in_range(self.scale_out_cooldown, "scale_out_cooldown", 0, 86400)
+        require(self.traffic_routing in ("ALL_AT_ONCE", "CANARY", "LINEAR"), "traffic_routing",
+                "must be ALL_AT_ONCE, CANARY or LINEAR", self.traffic_routing)  # fmt: skip
+        rules.in_range(self.canary_percent, "canary_percent", 1, 50)  # the canary is at most half the new fleet
+        rules.in_range(self.linear_step_percent, "linear_step_percent", 1, 100)
+        rules.in_range(self.wait_seconds, "wait_seconds", 0, 3600)
+        rules.in_range(self.termination_wait_seconds, "termination_wait_seconds", 0, 3600)
+        require(len(self.rollback_alarms) <= 10, "rollback_alarms", "at most 10 alarms", len(self.rollback_alarms))
+
+    def deployment_config(self) -> dict[str, Any]:
+        routing: dict[str, Any] = {"Type": self.traffic_routing, "WaitIntervalInSeconds": self.wait_seconds}
+        if self.traffic_routing == "CANARY":
+            routing["CanarySize"] = {"Type": "CAPACITY_PERCENT", "Value": self.canary_percent}
+        if self.traffic_routing == "LINEAR":
+            routing["LinearStepSize"] = {"Type": "CAPACITY_PERCENT", "Value": self.linear_step_percent}
+        config: dict[str, Any] = {"BlueGreenUpdatePolicy": {"TrafficRoutingConfiguration": routing,
+                                                            "TerminationWaitInSeconds": self.termination_wait_seconds}}  # fmt: skip
+        if self.rollback_alarms:
+            config["AutoRollbackConfiguration"] = {"Alarms": [{"AlarmName": a} for a in self.rollback_alarms]}
+        return config
