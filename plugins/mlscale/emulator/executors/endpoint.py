@@ -10,8 +10,6 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from mlscale.emulator import settings
@@ -73,16 +71,10 @@ class Fleet:
             raise KeyError(variant)
         with self._lock:
             server = next(self._round_robin[variant])
-        request = urllib.request.Request(f"{server.url}/invocations", data=body, method="POST")
-        if content_type:
-            request.add_header("Content-Type", content_type)
-        if accept:
-            request.add_header("Accept", accept)
-        try:
-            with urllib.request.urlopen(request, timeout=60) as response:  # real-time: 60 s to answer
-                return response.read(), response.headers.get("Content-Type", accept or ""), variant
-        except urllib.error.HTTPError as error:
-            raise ModelError(error.code, error.read().decode(errors="replace"), variant) from None
+        status, answer, kind = server.post(body, content_type, accept, timeout=60)  # real-time: 60 s to answer
+        if status != 200:
+            raise ModelError(status, answer.decode(errors="replace"), variant)
+        return answer, kind, variant
 
     def _pick_variant(self) -> str:
         weights = [float(v.get("InitialVariantWeight", 1.0)) for v in self.variants]

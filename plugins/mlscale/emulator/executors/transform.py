@@ -99,24 +99,33 @@ class ModelContainer:
         except (urllib.error.URLError, OSError, ValueError):
             return {}
 
-    def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> bytes:
+    def post(self, body: bytes, content_type: str | None, accept: str | None, timeout: float) -> tuple[int, bytes, str]:
+        """POST /invocations: (status, body, content type); an error status is returned, not raised."""
         request = urllib.request.Request(f"{self.url}/invocations", data=body, method="POST")
         if content_type:
             request.add_header("Content-Type", content_type)
         if accept:
             request.add_header("Accept", accept)
         try:
-            with urllib.request.urlopen(request, timeout=600) as response:
-                return response.read()
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read(), response.headers.get("Content-Type", accept or "")
         except urllib.error.HTTPError as error:
-            detail = error.read().decode(errors="replace")
+            return error.code, error.read(), error.headers.get("Content-Type", "")
+
+    def invoke(self, body: bytes, content_type: str | None, accept: str | None) -> bytes:
+        """One Batch Transform request (up to 600 s); an error answer fails the job with its message."""
+        try:
+            status, answer, _ = self.post(body, content_type, accept, timeout=600)
+        except (urllib.error.URLError, ConnectionError) as error:
+            raise TransformFailed(f"ClientError: the model server went away: {error}") from None
+        if status != 200:
+            detail = answer.decode(errors="replace")
             try:
                 detail = json.loads(detail).get("error-message", detail)
             except ValueError:
                 pass
-            raise TransformFailed(f"ClientError: the model answered {error.code}: {detail[:600]}") from None
-        except (urllib.error.URLError, ConnectionError) as error:
-            raise TransformFailed(f"ClientError: the model server went away: {error}") from None
+            raise TransformFailed(f"ClientError: the model answered {status}: {detail[:600]}")
+        return answer
 
     def stop(self) -> None:
         stop_process_group(self.process, 10)
