@@ -17,6 +17,7 @@ def install_services() -> None:
     from mlscale.emulator.athena import queries
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
+    from mlscale.emulator.greengrass import service as greengrass
     from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform
 
     compilation.install()
@@ -27,6 +28,7 @@ def install_services() -> None:
     queries.install()
     fsx.install()
     glue_jobs.install()
+    greengrass.install()
 
 
 def shutdown_services() -> None:

@@ -1,0 +1,272 @@
+"""The Greengrass v2 API the pipeline needs, as moto URL handlers (rest-json, SigV4 service "greengrass").
+
+Core devices are IoT things (moto's IoT) carrying the attributes
+greengrass=core, os and architecture: provision them with the IoT API and the
+emulator runs a simulated nucleus for each. Deployments to a thing group run
+on its core devices one after another (so an abort threshold can stop the
+rest); a thing-group deployment ends COMPLETED here (on AWS it stays ACTIVE
+until superseded), or CANCELED when the abort criteria trip.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import threading
+import time
+import uuid
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlparse
+
+from mlscale.emulator import settings
+from mlscale.emulator.executors import s3io
+from mlscale.emulator.greengrass import nucleus
+from mlscale.emulator.greengrass.recipes import RecipeError, parse_recipe
+
+_components: dict[tuple[str, str], dict] = {}  # (name, version) -> record
+_deployments: dict[str, dict] = {}
+_tokens: dict[str, str] = {}
+_device_history: dict[str, list[dict]] = {}  # thing -> effective deployments, newest last
+_device_components: dict[str, list[tuple[dict, dict | None]]] = {}  # what each device runs now
+_lock = threading.Lock()
+
+
+def _json(status: int, body: Any) -> tuple[int, dict, str]:
+    return status, {"Content-Type": "application/json"}, json.dumps(body, default=str)
+
+
+def _error(status: int, kind: str, message: str) -> tuple[int, dict, str]:
+    return status, {"Content-Type": "application/json", "x-amzn-ErrorType": kind}, json.dumps({"message": message})
+
+
+def _body(request) -> dict:
+    raw = getattr(request, "data", None) or getattr(request, "body", None) or b"{}"
+    return json.loads(raw if isinstance(raw, (str, bytes)) else b"{}")
+
+
+def _region(headers) -> str:
+    auth = headers.get("Authorization", "")
+    try:
+        return auth.split("Credential=")[1].split("/")[2]
+    except IndexError:
+        return "us-east-1"
+
+
+def component_arn(region: str, name: str, version: str | None = None) -> str:
+    base = f"arn:aws:greengrass:{region}:{settings.ACCOUNT_ID}:components:{name}"
+    return f"{base}:versions:{version}" if version else base
+
+
+# -- components --------------------------------------------------------------------------------------
+
+def create_component_version(request, full_url, headers):
+    body, region = _body(request), _region(headers)
+    token = body.get("clientToken")
+    if token and token in _tokens:
+        return _json(201, _components[tuple(_tokens[token].split("|"))]["summary"])
+    try:
+        recipe = parse_recipe(base64.b64decode(body.get("inlineRecipe", "")))
+    except (RecipeError, ValueError) as error:
+        return _error(400, "ValidationException", f"inlineRecipe: {error}")
+    name, version = recipe["componentname"], str(recipe["componentversion"])
+    if (name, version) in _components:
+        return _error(409, "ConflictException", f"Component {name} version {version} already exists")
+    errors = _missing_artifacts(recipe, region)
+    status = {"componentState": "FAILED" if errors else "DEPLOYABLE",
+              "message": "NOT_DEPLOYABLE" if errors else "DEPLOYABLE", "errors": errors}  # fmt: skip
+    summary = {"arn": component_arn(region, name, version), "componentName": name, "componentVersion": version,
+               "creationTimestamp": time.time(), "status": status}  # fmt: skip
+    _components[(name, version)] = {"recipe": recipe, "summary": summary}
+    if token:
+        _tokens[token] = f"{name}|{version}"
+    return _json(201, summary)
+
+
+def _missing_artifacts(recipe: dict, region: str) -> dict[str, str]:
+    s3 = settings.aws_client("s3", region)
+    missing = {}
+    for manifest in recipe.get("manifests") or []:
+        for artifact in manifest.get("artifacts") or []:
+            uri = artifact.get("uri", "")
+            try:
+                bucket, key = s3io.split_s3_uri(uri)
+                s3.head_object(Bucket=bucket, Key=key)
+            except Exception:  # noqa: BLE001 - any failure means the artifact cannot be fetched
+                missing[uri] = "The artifact is not accessible in S3"
+    return missing
+
+
+def describe_component(request, full_url, headers):
+    arn = unquote(urlparse(full_url).path.split("/components/")[1].removesuffix("/metadata"))
+    parts = arn.split(":")
+    key = (parts[6], parts[8]) if len(parts) > 8 else None
+    if key not in _components:
+        return _error(404, "ResourceNotFoundException", f"Component {arn} not found")
+    record = _components[key]
+    recipe = record["recipe"]
+    summary = record["summary"]
+    return _json(200, {**summary, "publisher": recipe.get("componentpublisher", ""),
+                       "description": recipe.get("componentdescription", ""),
+                       "platforms": [m.get("platform", {}) for m in recipe.get("manifests") or []]})  # fmt: skip
+
+
+# -- core devices --------------------------------------------------------------------------------------
+
+def core_devices(region: str, group_arn: str | None = None) -> list[dict]:
+    iot = settings.aws_client("iot", region)
+    if group_arn:
+        names = [t for page in iot.get_paginator("list_things_in_thing_group").paginate(
+            thingGroupName=group_arn.split("/")[-1]) for t in page["things"]]  # fmt: skip
+    else:
+        names = [t["thingName"] for t in iot.list_things()["things"]]
+    devices = []
+    for name in names:
+        attributes = iot.describe_thing(thingName=name).get("attributes", {})
+        if attributes.get("greengrass") == "core":
+            devices.append({"coreDeviceThingName": name, "platform": attributes.get("os", "linux"),
+                            "architecture": attributes.get("architecture", "amd64")})  # fmt: skip
+    return devices
+
+
+def list_core_devices(request, full_url, headers):
+    query = parse_qs(urlparse(full_url).query)
+    devices = core_devices(_region(headers), (query.get("thingGroupArn") or [None])[0])
+    for device in devices:
+        history = _device_history.get(device["coreDeviceThingName"], [])
+        device["status"] = "UNHEALTHY" if history and history[-1]["coreDeviceExecutionStatus"] == "FAILED" else "HEALTHY"
+        device["lastStatusUpdateTimestamp"] = history[-1]["modifiedTimestamp"] if history else time.time()
+        device["runtime"] = "aws_nucleus_classic"
+    return _json(200, {"coreDevices": devices})
+
+
+def list_effective_deployments(request, full_url, headers):
+    thing = unquote(urlparse(full_url).path.split("/coreDevices/")[1].split("/")[0])
+    return _json(200, {"effectiveDeployments": list(reversed(_device_history.get(thing, [])))})
+
+
+# -- deployments ---------------------------------------------------------------------------------------
+
+def create_deployment(request, full_url, headers):
+    body, region = _body(request), _region(headers)
+    token = body.get("clientToken")
+    if token and token in _tokens:  # idempotent: the same token gives the same deployment
+        deployment = _deployments[_tokens[token]]
+        return _json(201, {k: deployment[k] for k in ("deploymentId", "iotJobId", "iotJobArn")})
+    target = body.get("targetArn", "")
+    if ":thinggroup/" not in target and ":thing/" not in target:
+        return _error(400, "ValidationException", f"targetArn must be an IoT thing or thing group ARN: {target}")
+    components = body.get("components") or {}
+    for name, spec in components.items():
+        record = _components.get((name, spec.get("componentVersion")))
+        if record is None or record["summary"]["status"]["componentState"] != "DEPLOYABLE":
+            return _error(400, "ValidationException", f"Component {name} {spec.get('componentVersion')} is not "
+                          "DEPLOYABLE in this account and region")  # fmt: skip
+    deployment_id = str(uuid.uuid4())
+    job_id = hashlib.sha256(deployment_id.encode()).hexdigest()[:32]
+    deployment = {
+        "deploymentId": deployment_id, "iotJobId": job_id,
+        "iotJobArn": f"arn:aws:iot:{region}:{settings.ACCOUNT_ID}:job/{job_id}", "targetArn": target,
+        "deploymentName": body.get("deploymentName", deployment_id), "components": components,
+        "deploymentPolicies": body.get("deploymentPolicies") or {"failureHandlingPolicy": "ROLLBACK"},
+        "iotJobConfiguration": body.get("iotJobConfiguration") or {}, "creationTimestamp": time.time(),
+        "deploymentStatus": "ACTIVE", "revisionId": "1", "isLatestForTarget": True, "tags": body.get("tags") or {},
+    }  # fmt: skip
+    with _lock:
+        for other in _deployments.values():
+            if other["targetArn"] == target:
+                other["isLatestForTarget"] = False
+        _deployments[deployment_id] = deployment
+        if token:
+            _tokens[token] = deployment_id
+    threading.Thread(target=_run_deployment, args=(deployment, region), daemon=True).start()
+    return _json(201, {k: deployment[k] for k in ("deploymentId", "iotJobId", "iotJobArn")})
+
+
+def get_deployment(request, full_url, headers):
+    deployment_id = unquote(urlparse(full_url).path.rstrip("/").split("/")[-1])
+    if deployment_id not in _deployments:
+        return _error(404, "ResourceNotFoundException", f"Deployment {deployment_id} not found")
+    return _json(200, {k: v for k, v in _deployments[deployment_id].items() if not k.startswith("_")})
+
+
+def _record(thing: str, deployment: dict, status: str, reason: str = "") -> None:
+    with _lock:
+        history = _device_history.setdefault(thing, [])
+        entry = next((e for e in history if e["deploymentId"] == deployment["deploymentId"]), None)
+        if entry is None:
+            entry = {"deploymentId": deployment["deploymentId"], "deploymentName": deployment["deploymentName"],
+                     "iotJobId": deployment["iotJobId"], "iotJobArn": deployment["iotJobArn"],
+                     "targetArn": deployment["targetArn"], "creationTimestamp": time.time()}  # fmt: skip
+            history.append(entry)
+        entry.update({"coreDeviceExecutionStatus": status, "reason": reason, "modifiedTimestamp": time.time()})
+
+
+def _run_deployment(deployment: dict, region: str) -> None:
+    target = deployment["targetArn"]
+    if ":thing/" in target:
+        name = target.split("/")[-1]
+        devices = [d for d in core_devices(region) if d["coreDeviceThingName"] == name]
+    else:
+        devices = core_devices(region, target)
+    for device in devices:
+        _record(device["coreDeviceThingName"], deployment, "QUEUED")
+    policies = deployment["deploymentPolicies"]
+    timeout = int((policies.get("componentUpdatePolicy") or {}).get("timeoutInSeconds", 60))
+    criteria = ((deployment["iotJobConfiguration"].get("abortConfig") or {}).get("criteriaList")) or []
+    failed = executed = 0
+    for index, device in enumerate(devices):
+        thing = device["coreDeviceThingName"]
+        _record(thing, deployment, "IN_PROGRESS")
+        platform = {"os": device["platform"], "architecture": device["architecture"]}
+        wanted = [(_components[(n, s["componentVersion"])]["recipe"], s.get("configurationUpdate"))
+                  for n, s in deployment["components"].items()]  # fmt: skip
+        try:
+            for recipe, update in wanted:
+                nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
+            _device_components[thing] = wanted
+            _record(thing, deployment, "SUCCEEDED")
+        except nucleus.DeviceFailure as failure:
+            failed += 1
+            reason = str(failure)
+            if policies.get("failureHandlingPolicy", "ROLLBACK") == "ROLLBACK":
+                for recipe, update in _device_components.get(thing, []):
+                    try:
+                        nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
+                    except nucleus.DeviceFailure:
+                        pass
+                reason += "; rolled back to the previous components"
+            _record(thing, deployment, "FAILED", reason)
+        executed += 1
+        if _abort(criteria, failed, executed, len(devices)):
+            for rest in devices[index + 1 :]:
+                _record(rest["coreDeviceThingName"], deployment, "CANCELED", "the deployment's abort criteria tripped")
+            deployment["deploymentStatus"] = "CANCELED"
+            return
+    deployment["deploymentStatus"] = "COMPLETED"
+
+
+def _abort(criteria: list[dict], failed: int, executed: int, total: int) -> bool:
+    for rule in criteria:
+        if rule.get("failureType") not in ("FAILED", "ALL") or rule.get("action") != "CANCEL":
+            continue
+        enough = executed >= int(rule.get("minNumberOfExecutedThings", 1))
+        if enough and 100.0 * failed / executed >= float(rule.get("thresholdPercentage", 100)):
+            return True
+    return False
+
+
+ROUTES = {
+    "{0}/greengrass/v2/createComponentVersion$": create_component_version,
+    "{0}/greengrass/v2/components/(?P<arn>[^/]+)/metadata$": describe_component,
+    "{0}/greengrass/v2/deployments$": create_deployment,
+    "{0}/greengrass/v2/deployments/(?P<deploymentId>[^/]+)$": get_deployment,
+    "{0}/greengrass/v2/coreDevices$": list_core_devices,
+    "{0}/greengrass/v2/coreDevices/(?P<thing>[^/]+)/effectiveDeployments$": list_effective_deployments,
+}
+
+
+def install() -> None:
+    from moto.greengrass import urls
+
+    urls.url_paths.update(ROUTES)
