@@ -4,8 +4,8 @@
         -> plan_shards (storage advisor) -> shard (SageMaker Processing)
         -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP)
         -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
-        -> evaluate (Batch Transform, metrics, model registry) -> gate -> compile (Neo) -> deploy_endpoint;
-        delete_fsx (teardown)
+        -> evaluate (Batch Transform, metrics, model registry) -> gate -> compile (Neo)
+        -> choose_targets -> deploy_endpoint and/or deploy_edge (Greengrass v2); delete_fsx (teardown)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
 differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
@@ -14,6 +14,7 @@ run works on its data interval, so backfills retrain on past weeks.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -26,6 +27,7 @@ from mlscale.operators import (
     DataQualityOperator,
     FSxDeleteFileSystemOperator,
     FSxLustreStageOperator,
+    GreengrassEdgeDeployOperator,
     SageMakerBatchEvaluationOperator,
     SageMakerEndpointDeployOperator,
     SageMakerNeoCompilationOperator,
@@ -52,6 +54,12 @@ INFERENCE_IMAGE = os.environ.get(
 # FSx for Lustre and FileSystemDataSource channels live in a VPC subnet (one Availability Zone).
 SUBNET_ID = os.environ.get("MLSCALE_SUBNET_ID", "subnet-0123456789abcdef0")
 SECURITY_GROUP_ID = os.environ.get("MLSCALE_SECURITY_GROUP_ID", "sg-0123456789abcdef0")
+EDGE_THING_GROUP = os.environ.get("MLSCALE_EDGE_THING_GROUP", "mlscale-edge-fleet")
+# A flattened "0" from the digits data: what a client (endpoint) or an edge app would classify.
+SAMPLE = [[0, 0, 0.3125, 0.8125, 0.5625, 0.0625, 0, 0, 0, 0, 0.8125, 0.9375, 0.625, 0.9375, 0.3125, 0, 0, 0.1875,
+           0.9375, 0.125, 0, 0.6875, 0.5, 0, 0, 0.25, 0.75, 0, 0, 0.5, 0.5, 0, 0, 0.3125, 0.5, 0, 0, 0.5625, 0.5, 0,
+           0, 0.25, 0.6875, 0, 0.0625, 0.75, 0.4375, 0, 0, 0.125, 0.875, 0.3125, 0.625, 0.75, 0, 0, 0, 0, 0.375,
+           0.8125, 0.625, 0, 0, 0]]
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
 RAW_PREFIX = f"s3://{BUCKET}/mlscale/raw/digits/"
 LOADER_WORKERS = 1
@@ -113,6 +121,8 @@ with DAG(
                                     description="Quality gate: how much worse than the approved champion is tolerated"),
         "target_device": Param("ml_c5", type="string",
                                description="Neo target (a botocore TargetDevice: ml_c5, ml_g4dn, jetson_nano, ...)"),
+        "deploy_target": Param("both", enum=["endpoint", "edge", "both"],
+                               description="Where an approved model goes: a real-time endpoint, the edge fleet, or both"),
         "storage": Param("auto", enum=["auto", "s3", "fsx_lustre"],
                          description="Where training reads from: the storage advisor's choice, or forced"),
         "metrics_period": Param(60, type="integer", minimum=1, maximum=3600,
@@ -360,13 +370,28 @@ with DAG(
             image_uri=INFERENCE_IMAGE,
             instance_type="ml.c5.large",
             instance_count=1,
-            # a flattened "0" from the digits data: what a client would send
-            sample_body="[[0,0,0.3125,0.8125,0.5625,0.0625,0,0,0,0,0.8125,0.9375,0.625,0.9375,0.3125,0,0,0.1875,0.9375,"
-                        "0.125,0,0.6875,0.5,0,0,0.25,0.75,0,0,0.5,0.5,0,0,0.3125,0.5,0,0,0.5625,0.5,0,0,0.25,0.6875,0,"
-                        "0.0625,0.75,0.4375,0,0,0.125,0.875,0.3125,0.625,0.75,0,0,0,0,0.375,0.8125,0.625,0,0,0]]",
+            sample_body=json.dumps(SAMPLE),
         ),
     )
 
-    evaluate >> gate() >> compile_model >> deploy_endpoint
+    deploy_edge = GreengrassEdgeDeployOperator(
+        task_id="deploy_edge",
+        aws_conn_id=AWS_CONN_ID,
+        component_name="com.mlscale.DigitsClassifier",
+        compiled_artifact=_xcom("compile", "compiled_artifact"),
+        app_source=str(INCLUDE / "edge" / "inference_app.py"),
+        artifact_prefix=f"s3://{BUCKET}/mlscale/greengrass/",
+        thing_group_name=EDGE_THING_GROUP,
+        sample=json.dumps(SAMPLE),
+        poll_interval="{{ params.poll_interval }}",
+    )
+
+    @task.branch
+    def choose_targets(params=None) -> list[str]:
+        """Deploy to the endpoint, the edge fleet, or both (the deploy_target param)."""
+        return {"endpoint": ["deploy_endpoint"], "edge": ["deploy_edge"],
+                "both": ["deploy_endpoint", "deploy_edge"]}[params["deploy_target"]]  # fmt: skip
+
+    evaluate >> gate() >> compile_model >> choose_targets() >> [deploy_endpoint, deploy_edge]
     # Scratch file systems are billed while they exist: delete after training, even when it fails.
     train >> delete_fsx.as_teardown(setups=stage_fsx)

@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     control.up(config)
     try:
+        control.provision_edge_fleet(config)  # the simulated Greengrass core devices the DAG deploys to
         env = {**os.environ, **airflow_environment(repo, control.connection_uri(config))}
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
@@ -96,9 +97,17 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  evaluation       {_evaluation_line(xcoms.get('evaluate'))}",
         f"  compiled (Neo)   {_compile_line(xcoms.get('compile'), xcoms.get('evaluate'))}",
         f"  endpoint         {_endpoint_line(xcoms.get('deploy_endpoint'))}",
+        f"  edge devices     {_edge_line(xcoms.get('deploy_edge'))}",
         f"  wall time        {wall_seconds:.1f} s",
     ]
     print("\n".join(lines))
+
+
+def _edge_line(edge: dict | None) -> str:
+    if not edge:
+        return "-"
+    devices = "; ".join(f"{thing}: {d['status']}, answers {d['answer']}" for thing, d in sorted(edge["devices"].items()))
+    return f"deployment {edge['deployment_id']} {edge['status']}\n                   {devices}"
 
 
 def _endpoint_line(endpoint: dict | None) -> str:

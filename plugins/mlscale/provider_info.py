@@ -15,7 +15,7 @@ def get_provider_info() -> dict:
             }
         ],
         "operators": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.operators.training", "mlscale.operators.processing", "mlscale.operators.quality", "mlscale.operators.fsx", "mlscale.operators.diagnosis", "mlscale.operators.evaluation", "mlscale.operators.compilation", "mlscale.operators.endpoint"]},
+            {"integration-name": "mlscale", "python-modules": ["mlscale.operators.training", "mlscale.operators.processing", "mlscale.operators.quality", "mlscale.operators.fsx", "mlscale.operators.diagnosis", "mlscale.operators.evaluation", "mlscale.operators.compilation", "mlscale.operators.endpoint", "mlscale.operators.edge"]},
         ],
         "triggers": [
             {"integration-name": "mlscale", "python-modules": ["mlscale.triggers.sagemaker_job", "mlscale.triggers.fsx"]},

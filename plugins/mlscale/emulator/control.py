@@ -111,3 +111,28 @@ def connection_uri(config: EmulatorSettings, region: str = "us-east-1") -> str:
             "extra": {"endpoint_url": config.endpoint_url, "region_name": region},
         }
     )
+
+
+def provision_edge_fleet(config: EmulatorSettings, group: str = "mlscale-edge-fleet", count: int = 3,
+                         architecture: str = "amd64", region: str = "us-east-1") -> list[str]:  # fmt: skip
+    """Register simulated Greengrass core devices: IoT things (greengrass=core) in a thing group.
+
+    On AWS, devices register themselves when their nucleus starts; on the
+    emulator this is that step. Idempotent.
+    """
+    import boto3
+
+    iot = boto3.client("iot", endpoint_url=config.endpoint_url, region_name=region,
+                       aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    iot.create_thing_group(thingGroupName=group)
+    names = []
+    for index in range(1, count + 1):
+        name = f"{group}-device-{index}"
+        attributes = {"greengrass": "core", "os": "linux", "architecture": architecture}
+        try:
+            iot.create_thing(thingName=name, attributePayload={"attributes": attributes})
+        except iot.exceptions.ResourceAlreadyExistsException:
+            pass
+        iot.add_thing_to_thing_group(thingGroupName=group, thingName=name)
+        names.append(name)
+    return names

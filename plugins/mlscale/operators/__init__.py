@@ -2,6 +2,7 @@
 
 from mlscale.operators.compilation import SageMakerNeoCompilationOperator
 from mlscale.operators.diagnosis import TrainingDiagnosisOperator
+from mlscale.operators.edge import GreengrassEdgeDeployOperator
 from mlscale.operators.endpoint import SageMakerEndpointDeployOperator
 from mlscale.operators.evaluation import SageMakerBatchEvaluationOperator
 from mlscale.operators.fsx import FSxDeleteFileSystemOperator, FSxLustreStageOperator
@@ -13,6 +14,7 @@ __all__ = [
     "DataQualityOperator",
     "FSxDeleteFileSystemOperator",
     "FSxLustreStageOperator",
+    "GreengrassEdgeDeployOperator",
     "SageMakerBatchEvaluationOperator",
     "SageMakerEndpointDeployOperator",
     "SageMakerNeoCompilationOperator",
