@@ -16,9 +16,10 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["compile", "delete_fsx", "deploy_endpoint", "diagnose", "etl", "evaluate", "gate",
-                                    "plan_shards", "quality", "shard", "stage_fsx", "stage_raw_data", "train",
-                                    "training_inputs"]  # fmt: skip
+    assert sorted(dag.task_ids) == ["choose_targets", "compile", "delete_fsx", "deploy_edge", "deploy_endpoint",
+                                    "diagnose", "etl", "evaluate", "gate", "plan_shards", "quality", "shard",
+                                    "stage_fsx", "stage_raw_data", "train", "training_inputs"]  # fmt: skip
+    assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets"}
     assert dag.get_task("compile").upstream_task_ids == {"gate"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert dag.get_task("delete_fsx").is_teardown
@@ -62,19 +63,21 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     assert re.search(r"model package arn:aws:sagemaker:us-east-1:\d+:model-package/mlscale-digits/\d+", summary)
     assert re.search(r"compiled \(Neo\)\s+ml_c5: s3://mlscale-demo/mlscale/runs/.+/compiled/model-ml_c5\.tar\.gz", summary)
     assert re.search(r"endpoint\s+mlscale-digits InService .+; predicts 0 for the sample \(a 0\)", summary)
+    assert re.search(r"edge devices\s+deployment \S+ COMPLETED", summary)
+    assert len(re.findall(r"mlscale-edge-fleet-device-\d: SUCCEEDED, answers 0", summary)) == 3
 
 
 @pytest.mark.e2e
 def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_it(tmp_path):
     # and a gate no model can pass: the package is registered Rejected
-    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "min_accuracy": 0.9999}')
+    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "min_accuracy": 0.9999, "deploy_target": "edge"}')
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", summary)
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9
     assert re.search(r"gate: Rejected \(accuracy 0\.\d+ is below the threshold 0\.9999", summary)
     # the gate short-circuits: nothing after it runs for a rejected model
     assert re.search(r"compiled \(Neo\)\s+skipped: the gate did not approve the model \(Rejected\)", summary)
-    assert re.search(r"endpoint\s+-\n", summary)
+    assert re.search(r"endpoint\s+-\n", summary) and re.search(r"edge devices\s+-\n", summary)
 
 
 def test_the_gate_lets_only_an_approved_model_through():
@@ -95,3 +98,12 @@ def test_the_gate_lets_only_an_approved_model_through():
     assert gate.python_callable(ti=TI("Approved")) is True
     assert gate.python_callable(ti=TI("Rejected")) is False
     assert gate.python_callable(ti=TI("PendingManualApproval")) is False
+
+
+def test_choose_targets_follows_the_deploy_target_param():
+    from airflow.dag_processing.dagbag import DagBag
+
+    choose = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"].get_task(
+        "choose_targets")  # fmt: skip
+    assert choose.python_callable(params={"deploy_target": "edge"}) == ["deploy_edge"]
+    assert choose.python_callable(params={"deploy_target": "both"}) == ["deploy_endpoint", "deploy_edge"]

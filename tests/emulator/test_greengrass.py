@@ -1,0 +1,117 @@
+"""Greengrass v2 on the emulator: components, deployments, simulated core devices, ROLLBACK and abort."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+import zipfile
+
+import boto3
+import pytest
+import torch
+from botocore.exceptions import ClientError
+
+from mlscale.emulator import control
+from tests.conftest import REPO
+from tests.emulator.test_transform_jobs import model_tar
+
+pytestmark = pytest.mark.emulator
+
+
+@pytest.fixture(scope="module")
+def fleet(emulator, clients):
+    layer = torch.nn.Linear(64, 10).eval()
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.trace(layer, torch.rand(1, 64)), buffer)
+    clients["s3"].put_object(Bucket="mlscale-test", Key="gg/model-ml_c5.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()}))
+    app = io.BytesIO()
+    with zipfile.ZipFile(app, "w") as archive:
+        archive.write(REPO / "include" / "edge" / "inference_app.py", "inference_app.py")
+    clients["s3"].put_object(Bucket="mlscale-test", Key="gg/app.zip", Body=app.getvalue())
+    control.provision_edge_fleet(emulator, group="gg-fleet", count=2)
+    control.provision_edge_fleet(emulator, group="gg-mixed", count=2)
+    control.provision_edge_fleet(emulator, group="gg-mixed-arm", count=1, architecture="armv7l")
+    iot = boto3.client("iot", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+    iot.add_thing_to_thing_group(thingGroupName="gg-mixed", thingName="gg-mixed-arm-device-1")
+    return boto3.client("greengrassv2", endpoint_url=emulator.endpoint_url, region_name="us-east-1"), iot
+
+
+def recipe(version: str, run: str | None = None) -> bytes:
+    run = run or ("python3 {artifacts:decompressedPath}/app/inference_app.py --model {artifacts:path}/model-ml_c5.tar.gz "
+                  "--sample '{configuration:/sample}'")  # fmt: skip
+    return json.dumps({
+        "RecipeFormatVersion": "2020-01-25", "ComponentName": "com.test.Digits", "ComponentVersion": version,
+        "ComponentConfiguration": {"DefaultConfiguration": {"sample": [[0.5] * 64]}},
+        "Manifests": [{"Platform": {"os": "linux", "architecture": "/amd64|aarch64/"},
+                       "Artifacts": [{"URI": "s3://mlscale-test/gg/model-ml_c5.tar.gz"},
+                                     {"URI": "s3://mlscale-test/gg/app.zip", "Unarchive": "ZIP"}],
+                       "Lifecycle": {"Run": run}}]}).encode()  # fmt: skip
+
+
+def deploy(gg, iot, group, version, token=None, **extra):
+    arn = iot.describe_thing_group(thingGroupName=group)["thingGroupArn"]
+    kwargs = {"clientToken": token} if token else {}
+    deployment = gg.create_deployment(targetArn=arn, deploymentName=f"{group}-{version}",
+                                      components={"com.test.Digits": {"componentVersion": version}}, **kwargs, **extra)
+    for _ in range(300):
+        status = gg.get_deployment(deploymentId=deployment["deploymentId"])["deploymentStatus"]
+        if status != "ACTIVE":
+            return deployment["deploymentId"], status
+        time.sleep(0.2)
+    raise TimeoutError(deployment)
+
+
+def device_status(gg, thing, deployment_id):
+    entries = gg.list_effective_deployments(coreDeviceThingName=thing)["effectiveDeployments"]
+    return next(e for e in entries if e["deploymentId"] == deployment_id)
+
+
+def test_component_versions_are_validated(fleet):
+    gg, _ = fleet
+    assert gg.create_component_version(inlineRecipe=recipe("1.0.0"))["status"]["componentState"] == "DEPLOYABLE"
+    with pytest.raises(ClientError, match="already exists"):
+        gg.create_component_version(inlineRecipe=recipe("1.0.0"))
+    with pytest.raises(ClientError, match="not semantic versioning"):
+        gg.create_component_version(inlineRecipe=recipe("1.0"))
+    missing = json.loads(recipe("9.9.9"))
+    missing["Manifests"][0]["Artifacts"][0]["URI"] = "s3://mlscale-test/gg/missing.tar.gz"
+    status = gg.create_component_version(inlineRecipe=json.dumps(missing).encode())["status"]
+    assert status["componentState"] == "FAILED" and "s3://mlscale-test/gg/missing.tar.gz" in status["errors"]
+
+
+def test_every_device_installs_runs_and_answers(fleet, clients):
+    gg, iot = fleet
+    deployment_id, status = deploy(gg, iot, "gg-fleet", "1.0.0", token="first")
+    assert status == "COMPLETED"
+    for thing in ("gg-fleet-device-1", "gg-fleet-device-2"):
+        assert device_status(gg, thing, deployment_id)["coreDeviceExecutionStatus"] == "SUCCEEDED"
+        events = clients["logs"].filter_log_events(logGroupName="/aws/greengrass/UserComponent/us-east-1/com.test.Digits",
+                                                   logStreamNames=[thing])["events"]  # fmt: skip
+        assert any(f"thing={thing} answer=" in e["message"] for e in events)
+    again = gg.create_deployment(targetArn=iot.describe_thing_group(thingGroupName="gg-fleet")["thingGroupArn"],
+                                 components={"com.test.Digits": {"componentVersion": "1.0.0"}}, clientToken="first")
+    assert again["deploymentId"] == deployment_id  # idempotent on the client token
+
+
+def test_a_device_that_cannot_run_it_fails_and_rolls_back(fleet):
+    gg, iot = fleet
+    deployment_id, status = deploy(gg, iot, "gg-mixed", "1.0.0")
+    assert status == "COMPLETED"
+    arm = device_status(gg, "gg-mixed-arm-device-1", deployment_id)
+    assert arm["coreDeviceExecutionStatus"] == "FAILED"
+    assert "no manifest of com.test.Digits matches platform os=linux architecture=armv7l" in arm["reason"]
+    assert "rolled back" in arm["reason"]
+    assert device_status(gg, "gg-mixed-device-1", deployment_id)["coreDeviceExecutionStatus"] == "SUCCEEDED"
+
+
+def test_abort_criteria_cancel_the_rest_of_the_fleet(fleet):
+    gg, iot = fleet
+    gg.create_component_version(inlineRecipe=recipe("2.0.0", run="exit 3"))
+    abort = {"abortConfig": {"criteriaList": [{"failureType": "FAILED", "action": "CANCEL", "thresholdPercentage": 50,
+                                               "minNumberOfExecutedThings": 1}]}}  # fmt: skip
+    deployment_id, status = deploy(gg, iot, "gg-fleet", "2.0.0", iotJobConfiguration=abort)
+    assert status == "CANCELED"
+    statuses = sorted(device_status(gg, t, deployment_id)["coreDeviceExecutionStatus"]
+                      for t in ("gg-fleet-device-1", "gg-fleet-device-2"))  # fmt: skip
+    assert statuses == ["CANCELED", "FAILED"]

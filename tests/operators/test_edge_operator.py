@@ -1,0 +1,70 @@
+"""GreengrassEdgeDeployOperator against the emulator: build the component, deploy, every device answers."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+import torch
+from airflow.sdk.exceptions import AirflowException
+
+from mlscale.emulator import control
+from mlscale.operators import GreengrassEdgeDeployOperator
+from mlscale.specs import SpecError
+from tests.conftest import REPO
+from tests.emulator.test_transform_jobs import model_tar
+from tests.operators.test_training_operator import FakeTI
+
+pytestmark = pytest.mark.emulator
+
+
+@pytest.fixture(scope="module")
+def compiled(emulator, clients):
+    layer = torch.nn.Linear(64, 10).eval()
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.trace(layer, torch.rand(1, 64)), buffer)
+    clients["s3"].put_object(Bucket="mlscale-test", Key="edge-op/model-ml_c5.tar.gz",
+                             Body=model_tar({"model.pt": buffer.getvalue()}))  # fmt: skip
+    control.provision_edge_fleet(emulator, group="op-fleet", count=2)
+    control.provision_edge_fleet(emulator, group="op-arm", count=1, architecture="armv7l")
+    return "s3://mlscale-test/edge-op/model-ml_c5.tar.gz"
+
+
+def operator(artifact: str, group: str, **overrides) -> GreengrassEdgeDeployOperator:
+    kwargs = dict(task_id="deploy_edge", component_name="com.mlscale.Test", compiled_artifact=artifact,
+                  app_source=str(REPO / "include" / "edge" / "inference_app.py"),
+                  artifact_prefix="s3://mlscale-test/edge-op/components/", thing_group_name=group,
+                  sample=json.dumps([[0.2] * 64]), poll_interval=0.2)  # fmt: skip
+    kwargs.update(overrides)
+    return GreengrassEdgeDeployOperator(**kwargs)
+
+
+def test_deploys_to_every_device_and_a_retry_deploys_nothing_new(compiled, clients):
+    context = {"ti": FakeTI("deploy_edge", run_id="manual__edge-1")}
+    first = operator(compiled, "op-fleet").execute(context)
+    assert first["status"] == "COMPLETED"
+    assert set(first["devices"]) == {"op-fleet-device-1", "op-fleet-device-2"}
+    expected = int(torch.jit.load(io.BytesIO(_model_bytes(clients["s3"], compiled)))(torch.full((1, 64), 0.2)).argmax())
+    assert all(d["status"] == "SUCCEEDED" and d["answer"] == str(expected) for d in first["devices"].values())
+    again = operator(compiled, "op-fleet").execute(context)
+    assert again["deployment_id"] == first["deployment_id"]
+
+
+def test_a_failing_device_fails_the_task_with_its_reason(compiled):
+    with pytest.raises(AirflowException, match="op-arm-device-1.*no manifest of com.mlscale.Test matches"):
+        operator(compiled, "op-arm").execute({"ti": FakeTI("deploy_edge", run_id="manual__edge-2")})
+
+
+def test_bad_inputs_fail_before_any_aws_call(compiled):
+    with pytest.raises(SpecError, match="failure_handling: must be ROLLBACK or DO_NOTHING"):
+        operator(compiled, "op-fleet", failure_handling="RETRY").execute({"ti": FakeTI("deploy_edge")})
+
+
+
+def _model_bytes(s3, uri: str) -> bytes:
+    import tarfile
+
+    body = s3.get_object(Bucket="mlscale-test", Key=uri.split("/", 3)[3])["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+        return tar.extractfile("model.pt").read()
