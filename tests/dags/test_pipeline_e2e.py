@@ -69,11 +69,19 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
 
 @pytest.mark.e2e
 def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_it(tmp_path):
-    # and a gate no model can pass: the package is registered Rejected
-    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "min_accuracy": 0.9999, "deploy_target": "edge"}')
+    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "deploy_target": "endpoint"}')
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", summary)
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9
+    # deploy_target=endpoint: the endpoint answers, the edge fleet is left alone
+    assert re.search(r"endpoint\s+mlscale-digits InService .+; predicts \d for the sample", summary)
+    assert re.search(r"edge devices\s+-\n", summary)
+
+
+@pytest.mark.e2e
+def test_a_rejected_model_reaches_no_deployment(tmp_path):
+    summary = run_demo(tmp_path, '{"epochs": 1, "min_accuracy": 0.9999, "deploy_target": "edge"}')
+    assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"gate: Rejected \(accuracy 0\.\d+ is below the threshold 0\.9999", summary)
     # the gate short-circuits: nothing after it runs for a rejected model
     assert re.search(r"compiled \(Neo\)\s+skipped: the gate did not approve the model \(Rejected\)", summary)
