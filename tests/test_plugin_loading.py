@@ -53,3 +53,16 @@ def test_dag_file_imports_nothing_heavy():
     out = subprocess.run([sys.executable, "-c", code, str(REPO / "dags" / "mlscale_pipeline.py")],
                          capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert json.loads(out.strip().splitlines()[-1]) == []
+
+
+def test_authoring_and_aws_layers_never_import_the_emulator():
+    """They meet the emulator only over the AWS API: that is what proves the same DAG runs on AWS."""
+    import ast
+
+    package = REPO / "plugins" / "mlscale"
+    for layer in ("operators", "specs", "hooks", "triggers", "advisors", "quality", "evaluation"):
+        for path in (package / layer).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                    [node.module or ""] if isinstance(node, ast.ImportFrom) else [])  # fmt: skip
+                assert not any(n.startswith("mlscale.emulator") for n in names), f"{path} imports the emulator"
