@@ -126,3 +126,23 @@ def job_logs(logs, name: str) -> dict[str, list[str]]:
             logGroupName="/aws/sagemaker/TrainingJobs", logStreamName=s["logStreamName"], startFromHead=True)["events"]]
         for s in streams["logStreams"]
     }  # fmt: skip
+
+
+def model_tar(files: dict[str, bytes]) -> bytes:
+    """A model.tar.gz holding {name: bytes}."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def traced_model(module, *example) -> bytes:
+    """A TorchScript model (traced on `example`) as the bytes of model.pt."""
+    import torch
+
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.trace(module.eval(), example), buffer)
+    return buffer.getvalue()

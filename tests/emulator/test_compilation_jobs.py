@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from tests.emulator.test_transform_jobs import model_tar
+from tests.conftest import model_tar
 
 pytestmark = pytest.mark.emulator
 

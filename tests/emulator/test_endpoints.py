@@ -12,7 +12,7 @@ import pytest
 import torch
 from botocore.exceptions import ClientError
 
-from tests.emulator.test_transform_jobs import model_tar
+from tests.conftest import model_tar
 
 pytestmark = pytest.mark.emulator
 

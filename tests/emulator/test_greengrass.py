@@ -13,18 +13,15 @@ import torch
 from botocore.exceptions import ClientError
 
 from mlscale.emulator import control
-from tests.conftest import REPO
-from tests.emulator.test_transform_jobs import model_tar
+from tests.conftest import REPO, model_tar, traced_model
 
 pytestmark = pytest.mark.emulator
 
 
 @pytest.fixture(scope="module")
 def fleet(emulator, clients):
-    layer = torch.nn.Linear(64, 10).eval()
-    buffer = io.BytesIO()
-    torch.jit.save(torch.jit.trace(layer, torch.rand(1, 64)), buffer)
-    clients["s3"].put_object(Bucket="mlscale-test", Key="gg/model-ml_c5.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()}))
+    model = traced_model(torch.nn.Linear(64, 10), torch.rand(1, 64))
+    clients["s3"].put_object(Bucket="mlscale-test", Key="gg/model-ml_c5.tar.gz", Body=model_tar({"model.pt": model}))
     app = io.BytesIO()
     with zipfile.ZipFile(app, "w") as archive:
         archive.write(REPO / "include" / "edge" / "inference_app.py", "inference_app.py")

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import io
 import json
-import tarfile
 import time
 
 import numpy as np
 import pytest
 import torch
 
+from tests.conftest import model_tar  # noqa: E402
+
 pytestmark = pytest.mark.emulator
 WEIGHTS = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 2.0, 0.0, 0.0], [0.0, 0.0, 0.0, -1.0]])
-
-
-def model_tar(files: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
-        for name, data in files.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def torchscript_model() -> bytes:

@@ -12,8 +12,7 @@ from airflow.sdk.exceptions import AirflowException
 from mlscale.emulator import control
 from mlscale.operators import GreengrassEdgeDeployOperator
 from mlscale.specs import SpecError
-from tests.conftest import REPO
-from tests.emulator.test_transform_jobs import model_tar
+from tests.conftest import REPO, model_tar, traced_model
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator
@@ -21,11 +20,9 @@ pytestmark = pytest.mark.emulator
 
 @pytest.fixture(scope="module")
 def compiled(emulator, clients):
-    layer = torch.nn.Linear(64, 10).eval()
-    buffer = io.BytesIO()
-    torch.jit.save(torch.jit.trace(layer, torch.rand(1, 64)), buffer)
+    model = traced_model(torch.nn.Linear(64, 10), torch.rand(1, 64))
     clients["s3"].put_object(Bucket="mlscale-test", Key="edge-op/model-ml_c5.tar.gz",
-                             Body=model_tar({"model.pt": buffer.getvalue()}))  # fmt: skip
+                             Body=model_tar({"model.pt": model}))  # fmt: skip
     control.provision_edge_fleet(emulator, group="op-fleet", count=2)
     control.provision_edge_fleet(emulator, group="op-arm", count=1, architecture="armv7l")
     return "s3://mlscale-test/edge-op/model-ml_c5.tar.gz"

@@ -12,7 +12,7 @@ from airflow.sdk.exceptions import AirflowException
 from mlscale.operators import SageMakerEndpointDeployOperator
 from mlscale.specs import EndpointSpec, SpecError
 from tests.conftest import ROLE_ARN
-from tests.emulator.test_transform_jobs import model_tar
+from tests.conftest import model_tar
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator

@@ -12,7 +12,7 @@ import torch
 from mlscale.operators import SageMakerBatchEvaluationOperator
 from mlscale.specs import EvaluationSpec, SpecError
 from tests.conftest import ROLE_ARN
-from tests.emulator.test_transform_jobs import model_tar
+from tests.conftest import model_tar
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator

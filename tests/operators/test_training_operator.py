@@ -156,7 +156,7 @@ def test_neo_compilation_operator_compiles_and_reuses_on_retry(emulator, clients
 
     from mlscale.operators import SageMakerNeoCompilationOperator
     from mlscale.specs import CompilationSpec
-    from tests.emulator.test_transform_jobs import model_tar
+    from tests.conftest import model_tar
 
     buffer = io.BytesIO()
     torch.jit.save(torch.jit.trace(torch.nn.Linear(64, 10).eval(), torch.rand(1, 64)), buffer)

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mlscale.hooks.sagemaker_jobs import TRANSFORM
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.evaluation import EvaluationSpec
-
-if TYPE_CHECKING:
-    from airflow.sdk import Context
 
 
 class SageMakerBatchEvaluationOperator(SageMakerJobOperator):

@@ -16,7 +16,6 @@ import logging
 import shutil
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from mlscale.emulator import settings

@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import sys
-import tarfile
 import threading
 import time
 import urllib.error
