@@ -66,6 +66,16 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     assert re.search(r"edge devices\s+deployment \S+ COMPLETED", summary)
     assert len(re.findall(r"mlscale-edge-fleet-device-\d: SUCCEEDED, answers 0", summary)) == 3
 
+    # the run view reads the same run back from Airflow's database
+    run_id = re.search(r"DAG run\s+(\S+): success", summary).group(1)
+    code = ("from mlscale.ui.run_record import load_run; from mlscale.ui.page import render; "
+            f"print(render(load_run('mlscale_pipeline', {run_id!r}), lambda uri: uri or ''))")  # fmt: skip
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "airflow"), "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+           "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}  # fmt: skip
+    page = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout
+    assert "Data quality: passed" in page and "Evaluation: gate Approved" in page
+    assert "confusion_matrix.png" in page and "class='lineage'" in page and "deploy_endpoint" in page
+
 
 @pytest.mark.e2e
 def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_it(tmp_path):

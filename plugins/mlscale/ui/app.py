@@ -1,0 +1,57 @@
+"""The FastAPI app behind the run view: the page, and the run's own S3 artifacts (plots, reports)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi.responses import HTMLResponse, Response
+
+CONTENT_TYPES = {".png": "image/png", ".html": "text/html", ".json": "application/json"}
+
+app = FastAPI(title="mlscale run view")
+
+
+def run_loader():
+    from mlscale.ui.run_record import load_run
+
+    return load_run
+
+
+def s3_reader():
+    def read(uri: str, conn_id: str) -> bytes:
+        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+        hook = S3Hook(aws_conn_id=conn_id)
+        bucket, key = hook.parse_s3_url(uri)
+        return hook.get_key(key, bucket_name=bucket).get()["Body"].read()
+
+    return read
+
+
+@app.get("/run", response_class=HTMLResponse)
+def run_page(dag_id: str = Query(...), run_id: str = Query(...), conn_id: str = Query("aws_default"),
+             load=Depends(run_loader)) -> str:  # fmt: skip
+    from mlscale.ui.page import render
+
+    record = load(dag_id, run_id)
+    if record is None:
+        raise HTTPException(404, f"no run {run_id} of {dag_id}")
+
+    def artifact(uri: str | None) -> str:
+        return "artifact?" + urlencode({"dag_id": dag_id, "run_id": run_id, "uri": uri or "", "conn_id": conn_id})
+
+    return render(record, artifact)
+
+
+@app.get("/artifact")
+def run_artifact(dag_id: str = Query(...), run_id: str = Query(...), uri: str = Query(...),
+                 conn_id: str = Query("aws_default"), load=Depends(run_loader), read=Depends(s3_reader)) -> Response:  # fmt: skip
+    record = load(dag_id, run_id)
+    if record is None:
+        raise HTTPException(404, f"no run {run_id} of {dag_id}")
+    suffix = "." + uri.rsplit(".", 1)[-1] if "." in uri else ""
+    # only what this run produced, and only documents a browser can show safely
+    if uri not in record.s3_uris() or suffix not in CONTENT_TYPES:
+        raise HTTPException(403, "not an artifact of this run")
+    return Response(read(uri, conn_id), media_type=CONTENT_TYPES[suffix])

@@ -1,0 +1,94 @@
+"""The run view's HTML: stage timeline, data quality, training, diagnosis, evaluation, deployment, lineage."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+from mlscale.ui.run_record import RunRecord
+
+STYLE = """body{font-family:sans-serif;margin:1.5em;color:#222} h1{font-size:1.3em} h2{font-size:1.1em;margin-top:1.5em}
+table{border-collapse:collapse} td,th{padding:.25em .7em;border-bottom:1px solid #eee;text-align:left}
+.bar{background:#4c72b0;height:.8em;display:inline-block} .failed{color:#c22} .success{color:#2a7}
+.lineage span{display:inline-block;border:1px solid #999;border-radius:4px;padding:.3em .5em;margin:.2em}
+img{max-width:460px;margin:.5em;border:1px solid #eee}"""
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value))
+
+
+def timeline(record: RunRecord) -> str:
+    starts = [t.start for t in record.tasks if t.start]
+    ends = [t.end for t in record.tasks if t.end]
+    origin = min(starts) if starts else None
+    span = max(((max(ends) - origin).total_seconds() if ends and origin else 0.0), 1e-9)
+    rows = []
+    for task in record.tasks:
+        offset = (task.start - origin).total_seconds() / span * 100 if task.start and origin else 0
+        width = max((task.seconds or 0) / span * 100, 0.5)
+        seconds = f"{task.seconds:.1f} s" if task.seconds is not None else "-"
+        state_class = "failed" if task.state in ("failed", "upstream_failed") else "success" if task.state == "success" else ""
+        rows.append(f"<tr><td>{_e(task.task_id)}</td><td class='{state_class}'>{_e(task.state)}</td><td>{seconds}</td>"
+                    f"<td style='width:320px'><span class='bar' style='margin-left:{offset:.1f}%;width:{width:.1f}%'></span></td></tr>")  # fmt: skip
+    return "<table><tr><th>stage</th><th>state</th><th>duration</th><th>timeline</th></tr>" + "".join(rows) + "</table>"
+
+
+def _image(artifact: Callable[[str], str], uri: str | None, alt: str) -> str:
+    return f"<img src='{_e(artifact(uri))}' alt='{_e(alt)}'>" if uri else ""
+
+
+def lineage(x: dict[str, Any]) -> str:
+    steps = [
+        ("data", (x.get("stage_raw_data") or {}).get("etl_prefix")),
+        ("shards", ((x.get("shard") or {}).get("outputs") or {}).get("shards")),
+        ("training job", (x.get("train") or {}).get("job_name")),
+        ("model", (x.get("train") or {}).get("model_artifact")),
+        ("model package", (x.get("evaluate") or {}).get("model_package_arn")),
+        ("compiled", (x.get("compile") or {}).get("compiled_artifact")),
+        ("endpoint", (x.get("deploy_endpoint") or {}).get("endpoint_name")),
+        ("edge deployment", (x.get("deploy_edge") or {}).get("deployment_id")),
+    ]
+    return "<div class='lineage'>" + " &rarr; ".join(
+        f"<span><b>{_e(name)}</b><br>{_e(value)}</span>" for name, value in steps if value) + "</div>"  # fmt: skip
+
+
+def render(record: RunRecord, artifact: Callable[[str], str]) -> str:
+    """The page; `artifact(uri)` gives the URL that serves an S3 object of this run."""
+    x = record.xcoms
+    quality = x.get("quality") or record.extra.get("quality.quality") or {}
+    train, diagnosis, evaluation = x.get("train") or {}, x.get("diagnose") or {}, x.get("evaluate") or {}
+    parts = [f"<h1>mlscale run {_e(record.dag_id)} / {_e(record.run_id)}: {_e(record.state)}</h1>",
+             "<h2>Stages</h2>", timeline(record), "<h2>Lineage</h2>", lineage(x)]  # fmt: skip
+    if quality:
+        checks = "".join(f"<li>{_e(c)}</li>" for c in quality.get("checks", []))
+        plots = "".join(_image(artifact, p, p.rsplit("/", 1)[-1]) for p in quality.get("plots", []))
+        parts += [f"<h2>Data quality: {_e(quality.get('verdict'))}</h2>", f"<ul>{checks}</ul>", plots,
+                  f"<p><a href='{_e(artifact(quality.get('report_uri')))}'>full report</a></p>"]  # fmt: skip
+    if train:
+        metrics = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in train.get("final_metrics", {}).items())
+        parts += [f"<h2>Training: {_e(train.get('job_name'))}</h2>",
+                  f"<p>{_e(train.get('instance_count'))} x {_e(train.get('instance_type'))}, "
+                  f"{_e(train.get('billable_seconds'))} billable seconds</p><table>{metrics}</table>"]  # fmt: skip
+    if diagnosis:
+        step = diagnosis.get("recommendation") or {}
+        parts += [f"<h2>Diagnosis: {_e(diagnosis.get('verdict'))}</h2>",
+                  f"<p>{_e('; '.join(diagnosis.get('reasons', [])))}</p>",
+                  f"<p>Next: {_e(step.get('step'))} - {_e(step.get('instance_count'))} x {_e(step.get('instance_type'))}: "
+                  f"{_e('; '.join(step.get('changes', [])))}</p>" if step else ""]  # fmt: skip
+    if evaluation:
+        metrics = evaluation.get("metrics", {})
+        parts += [f"<h2>Evaluation: gate {_e(evaluation.get('decision'))}</h2>",
+                  f"<p>accuracy {_e(metrics.get('accuracy'))}, macro-F1 {_e(metrics.get('macro_f1'))} on "
+                  f"{_e(metrics.get('samples'))} records; {_e('; '.join(evaluation.get('reasons', [])))}</p>",
+                  _image(artifact, evaluation.get("confusion_matrix_uri"), "confusion matrix"),
+                  f"<p>model package {_e(evaluation.get('model_package_arn'))}</p>"]  # fmt: skip
+    edge = x.get("deploy_edge") or {}
+    if x.get("deploy_endpoint") or edge:
+        devices = "".join(f"<li>{_e(t)}: {_e(d.get('status'))}, answer {_e(d.get('answer'))}</li>"
+                          for t, d in sorted((edge.get("devices") or {}).items()))  # fmt: skip
+        parts += ["<h2>Deployment</h2>",
+                  f"<p>endpoint {_e((x.get('deploy_endpoint') or {}).get('endpoint_name'))}: "
+                  f"{_e((x.get('deploy_endpoint') or {}).get('sample_answer'))}</p>", f"<ul>{devices}</ul>"]  # fmt: skip
+    return f"<!doctype html><html><head><meta charset='utf-8'><title>mlscale run</title><style>{STYLE}</style></head><body>{''.join(parts)}</body></html>"

@@ -1,0 +1,68 @@
+"""What the run view shows about one DAG run, read from Airflow's metadata database."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+@dataclass
+class TaskRow:
+    task_id: str
+    state: str | None
+    start: datetime | None
+    end: datetime | None
+
+    @property
+    def seconds(self) -> float | None:
+        return (self.end - self.start).total_seconds() if self.start and self.end else None
+
+
+@dataclass
+class RunRecord:
+    dag_id: str
+    run_id: str
+    state: str | None
+    tasks: list[TaskRow]
+    xcoms: dict[str, Any] = field(default_factory=dict)  # task_id -> return value
+    extra: dict[str, Any] = field(default_factory=dict)  # (task_id, key) pushes such as the failed quality result
+
+    def s3_uris(self) -> set[str]:
+        """Every s3:// string in the run's XComs: the only objects the view will fetch."""
+        found: set[str] = set()
+
+        def walk(value: Any) -> None:
+            if isinstance(value, str) and value.startswith("s3://"):
+                found.add(value)
+            elif isinstance(value, dict):
+                for item in value.values():
+                    walk(item)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    walk(item)
+
+        walk(self.xcoms)
+        walk(self.extra)
+        return found
+
+
+def load_run(dag_id: str, run_id: str) -> RunRecord | None:
+    """The run's task instances and XComs (the API server has the database)."""
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        run = session.query(DagRun).filter(DagRun.dag_id == dag_id, DagRun.run_id == run_id).one_or_none()
+        if run is None:
+            return None
+        instances = session.query(TaskInstance).filter(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id)
+        tasks = sorted((TaskRow(t.task_id, str(t.state) if t.state else None, t.start_date, t.end_date)
+                        for t in instances),
+                       key=lambda t: (t.start is None, t.start.timestamp() if t.start else 0.0, t.task_id))  # fmt: skip
+        rows = session.query(XComModel).filter(XComModel.dag_id == dag_id, XComModel.run_id == run_id).all()
+        xcoms = {r.task_id: XComModel.deserialize_value(r) for r in rows if r.key == "return_value"}
+        extra = {f"{r.task_id}.{r.key}": XComModel.deserialize_value(r) for r in rows if r.key != "return_value"}
+        return RunRecord(dag_id, run_id, str(run.state) if run.state else None, tasks, xcoms, extra)

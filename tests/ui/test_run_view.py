@@ -1,0 +1,79 @@
+"""The run view's FastAPI app, through its test client, on a recorded run."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from fastapi.testclient import TestClient
+
+from mlscale.ui.app import app, run_loader, s3_reader
+from mlscale.ui.run_record import RunRecord, TaskRow
+
+T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
+XCOMS = {
+    "stage_raw_data": {"etl_prefix": "s3://demo/mlscale/etl/run-1/"},
+    "quality": {"verdict": "passed", "report_uri": "s3://demo/q/report.html", "checks": ["row_count passed: 70000"],
+                "plots": ["s3://demo/q/label_balance.png"]},
+    "shard": {"outputs": {"shards": "s3://demo/runs/1/shards/train/"}},
+    "train": {"job_name": "job-1", "model_artifact": "s3://demo/models/job-1/output/model.tar.gz", "instance_count": 2,
+              "instance_type": "ml.c5.xlarge", "final_metrics": {"test:accuracy": 0.99}, "billable_seconds": 20},
+    "diagnose": {"verdict": "under-utilised", "reasons": ["CPU p95 15% < 70%"],
+                 "recommendation": {"step": "batch-size", "instance_count": 2, "instance_type": "ml.c5.xlarge",
+                                    "changes": ["double the batch size"]}},
+    "evaluate": {"decision": "Approved", "reasons": ["accuracy 0.99 meets 0.9"], "model_package_arn": "arn:pkg/1",
+                 "metrics": {"accuracy": 0.99, "macro_f1": 0.99, "samples": 7000},
+                 "confusion_matrix_uri": "s3://demo/eval/confusion_matrix.png"},
+    "compile": {"compiled_artifact": "s3://demo/compiled/model-ml_c5.tar.gz"},
+    "deploy_endpoint": {"endpoint_name": "mlscale-digits", "sample_answer": "[[9.1, 0.2]]"},
+    "deploy_edge": {"deployment_id": "dep-1", "devices": {"device-1": {"status": "SUCCEEDED", "answer": "0"}}},
+}  # fmt: skip
+RECORD = RunRecord("mlscale_pipeline", "manual__1", "success", [
+    TaskRow("stage_raw_data", "success", T0, T0 + timedelta(seconds=2)),
+    TaskRow("train", "success", T0 + timedelta(seconds=10), T0 + timedelta(seconds=40)),
+    TaskRow("deploy_edge", "failed", T0 + timedelta(seconds=41), T0 + timedelta(seconds=50)),
+], XCOMS)  # fmt: skip
+
+
+def client() -> TestClient:
+    app.dependency_overrides[run_loader] = lambda: (lambda dag, run: RECORD if run == "manual__1" else None)
+    app.dependency_overrides[s3_reader] = lambda: (lambda uri, conn: b"\x89PNG fake " + uri.encode())
+    return TestClient(app)
+
+
+def test_the_page_shows_timeline_plots_and_lineage():
+    page = client().get("/run", params={"dag_id": "mlscale_pipeline", "run_id": "manual__1"})
+    assert page.status_code == 200
+    text = page.text
+    assert "stage_raw_data" in text and "30.0 s" in text and "class='failed'" in text  # timeline with states
+    assert "Data quality: passed" in text and "label_balance.png" in text
+    assert "Diagnosis: under-utilised" in text and "batch-size" in text
+    assert "Evaluation: gate Approved" in text and "confusion_matrix.png" in text
+    lineage = text[text.index("class='lineage'"):]
+    order = ["s3://demo/mlscale/etl/run-1/", "job-1", "arn:pkg/1", "model-ml_c5.tar.gz", "mlscale-digits", "dep-1"]
+    assert [lineage.index(item) for item in order] == sorted(lineage.index(item) for item in order)
+    assert "device-1: SUCCEEDED, answer 0" in text
+
+
+def test_artifacts_of_the_run_are_served_and_nothing_else():
+    http = client()
+    ok = http.get("/artifact", params={"dag_id": "mlscale_pipeline", "run_id": "manual__1",
+                                       "uri": "s3://demo/eval/confusion_matrix.png"})  # fmt: skip
+    assert ok.status_code == 200 and ok.headers["content-type"] == "image/png" and ok.content.startswith(b"\x89PNG")
+    other = http.get("/artifact", params={"dag_id": "mlscale_pipeline", "run_id": "manual__1",
+                                          "uri": "s3://demo/secrets/keys.png"})  # fmt: skip
+    assert other.status_code == 403
+    model = http.get("/artifact", params={"dag_id": "mlscale_pipeline", "run_id": "manual__1",
+                                          "uri": "s3://demo/models/job-1/output/model.tar.gz"})  # fmt: skip
+    assert model.status_code == 403  # in the run, but not something a browser shows
+
+
+def test_unknown_run_is_404():
+    assert client().get("/run", params={"dag_id": "mlscale_pipeline", "run_id": "nope"}).status_code == 404
+
+
+def test_the_plugin_mounts_the_app_and_adds_a_dag_run_tab():
+    from mlscale.plugin import MlscalePlugin
+
+    assert MlscalePlugin.fastapi_apps[0]["url_prefix"] == "/mlscale"
+    view = MlscalePlugin.external_views[0]
+    assert view["destination"] == "dag_run" and "{DAG_ID}" in view["href"] and "{RUN_ID}" in view["href"]
