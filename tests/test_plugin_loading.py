@@ -18,7 +18,8 @@ print(json.dumps({
     "errors": errors,
     "provider": "mlscale" in providers,
     "shadowed": sorted(m for m in ("base", "plugin", "training", "naming", "cli", "demo", "settings") if m in sys.modules),
-    "heavy": sorted(m for m in ("torch", "duckdb", "pandas", "sagemaker", "moto", "sklearn") if m in sys.modules),
+    "heavy": sorted(m for m in ("torch", "duckdb", "pandas", "sagemaker", "moto", "sklearn", "mlscale.ui.app")
+                    if m in sys.modules),
 }))
 """
 

@@ -77,3 +77,16 @@ def test_the_plugin_mounts_the_app_and_adds_a_dag_run_tab():
     assert MlscalePlugin.fastapi_apps[0]["url_prefix"] == "/mlscale"
     view = MlscalePlugin.external_views[0]
     assert view["destination"] == "dag_run" and "{DAG_ID}" in view["href"] and "{RUN_ID}" in view["href"]
+
+
+def test_the_mounted_app_loads_the_view_on_its_first_request():
+    """The plugin mounts a lazy ASGI app: FastAPI is imported in the API server only, when first used."""
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from mlscale.plugin import MlscalePlugin
+
+    client()  # installs the fake loader on the real app
+    outer = Starlette(routes=[Mount("/mlscale", app=MlscalePlugin.fastapi_apps[0]["app"])])
+    page = TestClient(outer).get("/mlscale/run", params={"dag_id": "mlscale_pipeline", "run_id": "manual__1"})
+    assert page.status_code == 200 and "Evaluation: gate Approved" in page.text
