@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pendulum
 from airflow.providers.amazon.aws.operators.athena import AthenaOperator
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, Asset, Param, task
 
 from mlscale.operators import (
     DataQualityOperator,
@@ -62,6 +62,8 @@ SAMPLE = [[0, 0, 0.3125, 0.8125, 0.5625, 0.0625, 0, 0, 0, 0, 0.8125, 0.9375, 0.6
            0.8125, 0.625, 0, 0, 0]]
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
 RAW_PREFIX = f"s3://{BUCKET}/mlscale/raw/digits/"
+# Fresh training data: downstream DAGs can schedule on it (schedule=[TRAINING_DATA]).
+TRAINING_DATA = Asset(name="mlscale_training_data", uri=f"s3://{BUCKET}/mlscale/etl/")
 LOADER_WORKERS = 1
 
 
@@ -178,6 +180,7 @@ with DAG(
         output_location=f"s3://{BUCKET}/mlscale/athena-results/",
         sleep_time=2,
         on_execute_callback=_clear_prefix,
+        outlets=[TRAINING_DATA],
     )
 
     quality = DataQualityOperator(

@@ -22,6 +22,7 @@ def test_dag_parses_with_its_params_form():
     assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets"}
     assert dag.get_task("compile").upstream_task_ids == {"gate"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
+    assert [a.name for a in dag.get_task("etl").outlets] == ["mlscale_training_data"]  # downstream DAGs schedule on it
     assert dag.get_task("delete_fsx").is_teardown
     assert dag.params["instance_count"] == 2
     assert dag.get_task("etl").upstream_task_ids == {"stage_raw_data"}
