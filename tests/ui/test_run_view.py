@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 from fastapi.testclient import TestClient
 
-from mlscale.ui.app import app, run_loader, s3_reader
+from mlscale.ui.app import app, log_reader, run_loader, s3_reader
 from mlscale.ui.run_record import RunRecord, TaskRow
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -37,6 +37,9 @@ RECORD = RunRecord("mlscale_pipeline", "manual__1", "success", [
 def client() -> TestClient:
     app.dependency_overrides[run_loader] = lambda: (lambda dag, run: RECORD if run == "manual__1" else None)
     app.dependency_overrides[s3_reader] = lambda: (lambda uri, conn: b"\x89PNG fake " + uri.encode())
+    lines = [f"epoch={e} train_loss={1 / e:.4f} test_accuracy={0.9 + e / 100:.4f}" for e in range(1, 5)]
+    app.dependency_overrides[log_reader] = lambda: (lambda job, conn: (lines, {
+        "train:loss": r"train_loss=([0-9.]+)", "test:accuracy": r"test_accuracy=([0-9.]+)"}))  # fmt: skip
     return TestClient(app)
 
 
@@ -52,6 +55,8 @@ def test_the_page_shows_timeline_plots_and_lineage():
     order = ["s3://demo/mlscale/etl/run-1/", "job-1", "arn:pkg/1", "model-ml_c5.tar.gz", "mlscale-digits", "dep-1"]
     assert [lineage.index(item) for item in order] == sorted(lineage.index(item) for item in order)
     assert "device-1: SUCCEEDED, answer 0" in text
+    # training curves from the job's log: one point per epoch
+    assert "Training curves" in text and "test:accuracy: 0.91 -&gt; 0.94 over 4 points" in text and "<polyline" in text
 
 
 def test_artifacts_of_the_run_are_served_and_nothing_else():
@@ -90,3 +95,10 @@ def test_the_mounted_app_loads_the_view_on_its_first_request():
     outer = Starlette(routes=[Mount("/mlscale", app=MlscalePlugin.fastapi_apps[0]["app"])])
     page = TestClient(outer).get("/mlscale/run", params={"dag_id": "mlscale_pipeline", "run_id": "manual__1"})
     assert page.status_code == 200 and "Evaluation: gate Approved" in page.text
+
+
+def test_metric_series_follow_the_metric_definitions():
+    from mlscale.ui.curves import metric_series
+
+    lines = ["epoch=1 loss=0.5", "noise", "epoch=2 loss=0.25", "loss=bad"]
+    assert metric_series(lines, {"loss": r"loss=([0-9.]+)", "acc": r"acc=([0-9.]+)"}) == {"loss": [0.5, 0.25]}

@@ -29,14 +29,27 @@ def s3_reader():
     return read
 
 
+def log_reader():
+    from mlscale.ui.curves import training_log
+
+    return training_log
+
+
 @app.get("/run", response_class=HTMLResponse)
 def run_page(dag_id: str = Query(...), run_id: str = Query(...), conn_id: str = Query("aws_default"),
-             load=Depends(run_loader)) -> str:  # fmt: skip
+             load=Depends(run_loader), read_log=Depends(log_reader)) -> str:  # fmt: skip
+    from mlscale.ui.curves import metric_series
     from mlscale.ui.page import render
 
     record = load(dag_id, run_id)
     if record is None:
         raise HTTPException(404, f"no run {run_id} of {dag_id}")
+    job = (record.xcoms.get("train") or {}).get("job_name")
+    if job:
+        try:
+            record.curves = metric_series(*read_log(job, conn_id))
+        except Exception as error:  # noqa: BLE001 - the page still shows the rest, and says why
+            record.curves_error = f"training curves unavailable: {error}"
 
     def artifact(uri: str | None) -> str:
         return "artifact?" + urlencode({"dag_id": dag_id, "run_id": run_id, "uri": uri or "", "conn_id": conn_id})

@@ -71,6 +71,12 @@ def render(record: RunRecord, artifact: Callable[[str], str]) -> str:
         parts += [f"<h2>Training: {_e(train.get('job_name'))}</h2>",
                   f"<p>{_e(train.get('instance_count'))} x {_e(train.get('instance_type'))}, "
                   f"{_e(train.get('billable_seconds'))} billable seconds</p><table>{metrics}</table>"]  # fmt: skip
+        if record.curves:
+            from mlscale.ui.curves import svg_line
+
+            parts += ["<h3>Training curves</h3>"] + [svg_line(n, v) for n, v in sorted(record.curves.items())]
+        elif record.curves_error:
+            parts.append(f"<p>{_e(record.curves_error)}</p>")
     if diagnosis:
         step = diagnosis.get("recommendation") or {}
         parts += [f"<h2>Diagnosis: {_e(diagnosis.get('verdict'))}</h2>",

@@ -27,6 +27,8 @@ class RunRecord:
     tasks: list[TaskRow]
     xcoms: dict[str, Any] = field(default_factory=dict)  # task_id -> return value
     extra: dict[str, Any] = field(default_factory=dict)  # (task_id, key) pushes such as the failed quality result
+    curves: dict[str, list[float]] = field(default_factory=dict)  # metric -> values per epoch, from the job's log
+    curves_error: str | None = None
 
     def s3_uris(self) -> set[str]:
         """Every s3:// string in the run's XComs: the only objects the view will fetch."""
