@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from mlscale.specs import rules
 from mlscale.specs.rules import require
-
-INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 
 
 @dataclass
@@ -44,7 +41,7 @@ class EndpointSpec:
         rules.s3_uri(self.model_artifact, "model_artifact")
         require(bool(rules.ROLE_ARN.match(self.role_arn or "")), "role_arn", "must be an IAM role ARN", self.role_arn)
         require(bool(self.image_uri), "image_uri", "is required (the inference container image)")
-        require(bool(INSTANCE_TYPE.match(self.instance_type or "")), "instance_type",
+        require(bool(rules.INSTANCE_TYPE.match(self.instance_type or "")), "instance_type",
                 "must look like ml.<family>.<size>", self.instance_type)  # fmt: skip
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         rules.in_range(self.min_capacity, "min_capacity", 1, 100)  # Application Auto Scaling: MinCapacity >= 1

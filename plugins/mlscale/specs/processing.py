@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ from mlscale.specs.rules import require
 
 LOCAL_ROOT = "/opt/ml/processing/"
 CODE_DIR = "/opt/ml/processing/input/code"
-INPUT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 
 @dataclass
@@ -68,7 +66,7 @@ class ProcessingSpec:
         require("code" not in self.inputs, "inputs['code']", "is reserved for the script")
         require(len(self.inputs) + 1 <= 10, "inputs", "at most 9 inputs (10 with the script)")
         for name, item in self.inputs.items():
-            require(bool(INPUT_NAME.match(name)), f"inputs[{name!r}]", "names are 1-63 letters, digits and '-'")
+            require(bool(rules.NAME.match(name)), f"inputs[{name!r}]", "names are 1-63 letters, digits and '-'")
             rules.s3_uri(item.s3_uri, f"inputs[{name!r}].s3_uri")
             require(item.local_path.startswith(LOCAL_ROOT), f"inputs[{name!r}].local_path",
                     f"must start with {LOCAL_ROOT}", item.local_path)  # fmt: skip
@@ -76,7 +74,7 @@ class ProcessingSpec:
                     "must be FullyReplicated or ShardedByS3Key", item.distribution)  # fmt: skip
         require(len(self.outputs) <= 10, "outputs", "at most 10 outputs")
         for name, item in self.outputs.items():
-            require(bool(INPUT_NAME.match(name)), f"outputs[{name!r}]", "names are 1-63 letters, digits and '-'")
+            require(bool(rules.NAME.match(name)), f"outputs[{name!r}]", "names are 1-63 letters, digits and '-'")
             rules.s3_uri(item.s3_uri, f"outputs[{name!r}].s3_uri")
             require(item.local_path.startswith(LOCAL_ROOT), f"outputs[{name!r}].local_path",
                     f"must start with {LOCAL_ROOT}", item.local_path)  # fmt: skip

@@ -5,10 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from mlscale.naming import NAME_PATTERN
 from mlscale.specs.errors import SpecError
 
 ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$")
-NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+NAME = NAME_PATTERN  # SageMaker, Greengrass and registry names share the rule
+INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
 
 

@@ -20,7 +20,6 @@ DISTRIBUTIONS = {
 }
 INPUT_MODES = ("File", "FastFile")
 MAX_RUNTIME_LIMIT = 28 * 24 * 3600  # 28 days
-INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 CHANNEL_NAME = re.compile(r"^[A-Za-z0-9\.\-_]{1,64}$")
 ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,511}$")
 
@@ -135,7 +134,7 @@ class TrainingSpec:
         if self.code_location is not None:
             rules.s3_uri(self.code_location, "code_location")
         self._validate_image()
-        require(bool(INSTANCE_TYPE.match(self.instance_type or "")), "instance_type",
+        require(bool(rules.INSTANCE_TYPE.match(self.instance_type or "")), "instance_type",
                 "must look like ml.<family>.<size>, e.g. ml.g5.2xlarge", self.instance_type)  # fmt: skip
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         rules.in_range(self.volume_size_gb, "volume_size_gb", 1, 16384)
