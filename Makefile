@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test test-fast bench emulator-up emulator-down lock clean
+.PHONY: install demo airflow test test-fast bench emulator-up emulator-down lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ install: $(STAMP)
 
 demo: install  ## the example DAG end to end on the local emulator, with a summary
 	$(BIN)/mlscale demo
+
+airflow: install  ## the emulator and Airflow standalone with mlscale loaded; prints the URL and login
+	$(BIN)/mlscale airflow
 
 test: install  ## the whole suite: unit, emulator, Airflow and end-to-end tests
 	$(BIN)/python -m pytest -q

@@ -55,6 +55,9 @@ INFERENCE_IMAGE = os.environ.get(
 SUBNET_ID = os.environ.get("MLSCALE_SUBNET_ID", "subnet-0123456789abcdef0")
 SECURITY_GROUP_ID = os.environ.get("MLSCALE_SECURITY_GROUP_ID", "sg-0123456789abcdef0")
 EDGE_THING_GROUP = os.environ.get("MLSCALE_EDGE_THING_GROUP", "mlscale-edge-fleet")
+# Training jobs count against account quotas (instances per type): this pool bounds how many run at once,
+# backfills included. `mlscale airflow` and `mlscale demo` create it (MLSCALE_TRAINING_POOL_SLOTS slots).
+TRAINING_POOL = os.environ.get("MLSCALE_TRAINING_POOL", "mlscale_training")
 # A flattened "0" from the digits data: what a client (endpoint) or an edge app would classify.
 SAMPLE = [[0, 0, 0.3125, 0.8125, 0.5625, 0.0625, 0, 0, 0, 0, 0.8125, 0.9375, 0.625, 0.9375, 0.3125, 0, 0, 0.1875,
            0.9375, 0.125, 0, 0.6875, 0.5, 0, 0, 0.25, 0.75, 0, 0, 0.5, 0.5, 0, 0, 0.3125, 0.5, 0, 0, 0.5625, 0.5, 0,
@@ -123,8 +126,9 @@ with DAG(
                                     description="Quality gate: how much worse than the approved champion is tolerated"),
         "target_device": Param("ml_c5", type="string",
                                description="Neo target (a botocore TargetDevice: ml_c5, ml_g4dn, jetson_nano, ...)"),
-        "deploy_target": Param("both", enum=["endpoint", "edge", "both"],
-                               description="Where an approved model goes: a real-time endpoint, the edge fleet, or both"),
+        "deploy_target": Param("both", enum=["endpoint", "edge", "both", "none"],
+                               description="Where an approved model goes: a real-time endpoint, the edge fleet, "
+                                           "both, or none (register only). Backfill runs never deploy"),
         "storage": Param("auto", enum=["auto", "s3", "fsx_lustre"],
                          description="Where training reads from: the storage advisor's choice, or forced"),
         "metrics_period": Param(60, type="integer", minimum=1, maximum=3600,
@@ -282,6 +286,7 @@ with DAG(
 
     train = SageMakerScriptTrainingOperator(
         task_id="train",
+        pool=TRAINING_POOL,
         aws_conn_id=AWS_CONN_ID,
         poll_interval="{{ params.poll_interval }}",
         spec=TrainingSpec(
@@ -390,10 +395,17 @@ with DAG(
     )
 
     @task.branch
-    def choose_targets(params=None) -> list[str]:
-        """Deploy to the endpoint, the edge fleet, or both (the deploy_target param)."""
-        return {"endpoint": ["deploy_endpoint"], "edge": ["deploy_edge"],
-                "both": ["deploy_endpoint", "deploy_edge"]}[params["deploy_target"]]  # fmt: skip
+    def choose_targets(params=None, dag_run=None) -> list[str]:
+        """Deploy to the endpoint, the edge fleet, both or neither (the deploy_target param).
+
+        A backfill retrains on past intervals: its models are evaluated and registered, but
+        deploying one would replace the current model with one trained on older data.
+        """
+        if dag_run.run_type == "backfill":
+            print("backfill run: the model is registered, not deployed")
+            return []
+        return {"endpoint": ["deploy_endpoint"], "edge": ["deploy_edge"], "both": ["deploy_endpoint", "deploy_edge"],
+                "none": []}[params["deploy_target"]]  # fmt: skip
 
     evaluate >> gate() >> compile_model >> choose_targets() >> [deploy_endpoint, deploy_edge]
     # Scratch file systems are billed while they exist: delete after training, even when it fails.

@@ -1,4 +1,4 @@
-"""The `mlscale` command line: `mlscale emulator up|down|status|serve|connection`, `mlscale demo`."""
+"""The `mlscale` command line: `mlscale emulator up|down|status|serve|connection`, `mlscale demo`, `mlscale airflow`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,13 @@ def main(argv: list[str] | None = None) -> int:
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
     demo_parser = sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
     demo_parser.add_argument("conf", nargs="?", help='DAG params as JSON, e.g. \'{"storage": "fsx_lustre"}\'')
+    airflow_parser = sub.add_parser("airflow", help="Airflow standalone with mlscale, against the emulator")
+    airflow_parser.add_argument("--port", type=int, default=8080, help="the Airflow UI and API (default 8080)")
     args = parser.parse_args(argv)
+    if args.command == "airflow":
+        from mlscale import local_airflow
+
+        return local_airflow.main(args.port)
     if args.command == "demo":
         from mlscale import demo
 

@@ -9,26 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-
-def state_dir(repo: Path) -> Path:
-    """Where the demo keeps its Airflow home and emulator files (MLSCALE_HOME, default .mlscale/)."""
-    return Path(os.environ.get("MLSCALE_HOME", repo / ".mlscale")).resolve()
-
-
-def airflow_environment(repo: Path, connection_json: str) -> dict[str, str]:
-    """A private Airflow home whose aws_default connection points at the emulator."""
-    home = state_dir(repo) / "airflow"
-    home.mkdir(parents=True, exist_ok=True)
-    return {
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(repo / "dags"),
-        "AIRFLOW__CORE__PLUGINS_FOLDER": str(repo / "plugins"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-        "AIRFLOW_CONN_AWS_DEFAULT": connection_json,
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
+from mlscale.local_airflow import airflow_environment, ensure_training_pool, state_dir
 
 
 def run_dag(dag_file: Path, dag_id: str, conf: dict | None = None) -> dict:
@@ -64,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         os.environ.update(env)
+        ensure_training_pool()
         conf = json.loads(argv[0]) if argv else {}
         result = run_dag(repo / "dags" / "mlscale_pipeline.py", "mlscale_pipeline", conf)
     finally:

@@ -8,6 +8,7 @@ import time
 import pytest
 from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
+import mlscale.triggers
 from mlscale.operators import SageMakerScriptTrainingOperator
 from mlscale.specs import SpecError, TrainingSpec
 from mlscale.triggers.sagemaker_job import SageMakerJobTrigger
@@ -98,6 +99,12 @@ def test_bad_spec_fails_before_any_aws_call(emulator, clients, tmp_path):
     assert jobs_named(clients["sagemaker"], "operator-tests-badspec") == []
 
 
+@pytest.fixture(autouse=True)
+def no_trigger_hold(monkeypatch):
+    """Outside a scheduler there is no deferral race to wait out."""
+    monkeypatch.setattr(mlscale.triggers, "FIRST_EVENT_AFTER_SECONDS", 0.0)
+
+
 def run_trigger(trigger: SageMakerJobTrigger) -> dict:
     async def first_event():
         async for event in trigger.run():
@@ -106,7 +113,10 @@ def run_trigger(trigger: SageMakerJobTrigger) -> dict:
     return asyncio.run(first_event())
 
 
-def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulator, clients, tmp_path, capfd):
+def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulator, clients, tmp_path, capfd,
+                                                                         monkeypatch):
+    # a short hold keeps the test quick; the job itself ends sooner than it
+    monkeypatch.setattr(mlscale.triggers, "FIRST_EVENT_AFTER_SECONDS", 4.0)
     operator, context = make_operator(tmp_path, QUICK, "deferred")
     assert operator.deferrable is True
     with pytest.raises(TaskDeferred) as deferred:
@@ -114,7 +124,10 @@ def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulat
     trigger = deferred.value.trigger
     assert isinstance(trigger, SageMakerJobTrigger) and deferred.value.method_name == "execute_complete"
     capfd.readouterr()
+    started = time.monotonic()
     event = run_trigger(trigger)
+    # the event waits out Airflow's race between the deferral's exit and the resumed try (apache/airflow#72716)
+    assert time.monotonic() - started >= 4.0
     assert event["status"] == "Completed"
     assert "[algo-1] accuracy=0.97" in capfd.readouterr().out
     assert operator.execute_complete(context, event)["final_metrics"] == {"accuracy": 0.97}

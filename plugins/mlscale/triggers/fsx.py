@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from mlscale.triggers import hold_first_event
 
 SETTLED = {
     "file_system": ("AVAILABLE", "FAILED", "MISCONFIGURED"),
@@ -37,10 +40,12 @@ class FSxLifecycleTrigger(BaseTrigger):
 
         hook = FSxHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
                        config=self.botocore_config)  # fmt: skip
+        started = time.monotonic()
         while True:
             lifecycle, failure = await asyncio.to_thread(hook.lifecycle, self.kind, self.resource_id)
             self.log.info("FSx %s %s: %s", self.kind.replace("_", " "), self.resource_id, lifecycle)
             if lifecycle in SETTLED[self.kind]:
+                await hold_first_event(started)
                 yield TriggerEvent({"kind": self.kind, "resource_id": self.resource_id, "lifecycle": lifecycle,
                                     "failure": failure})  # fmt: skip
                 return

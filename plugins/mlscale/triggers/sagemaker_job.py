@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from mlscale.triggers import hold_first_event
 
 
 class SageMakerJobTrigger(BaseTrigger):
@@ -60,6 +63,7 @@ class SageMakerJobTrigger(BaseTrigger):
                              config=self.botocore_config)  # fmt: skip
         tail = JobLogTail(hook, kind.log_group, self.job_name)
         previous: dict | None = None
+        started = time.monotonic()
         while True:
             # boto3 is blocking: keep it off the triggerer's event loop
             description = await asyncio.to_thread(kind.describe, hook, self.job_name)
@@ -68,6 +72,7 @@ class SageMakerJobTrigger(BaseTrigger):
             previous = description
             status = kind.status_of(description)
             if status in TERMINAL_STATES:
+                await hold_first_event(started)
                 yield TriggerEvent({"status": status, "job_name": self.job_name, "job_kind": self.job_kind,
                                     "failure_reason": description.get("FailureReason")})  # fmt: skip
                 return

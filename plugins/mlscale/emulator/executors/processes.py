@@ -6,6 +6,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 
 
 def free_port() -> int:
@@ -63,32 +64,39 @@ def launch(command: list[str], *, cwd, env: dict[str, str], on_line, on_error_li
 
 _OPT_ML = "/opt/ml"
 _namespace_ok: bool | None = None
+_namespace_probe = threading.Lock()
 
 
 def opt_ml_namespace_available() -> bool:
     """Can job processes get a private /opt/ml (a mount namespace with a bind mount)?
 
     Needs unshare(1) and either root or unprivileged user namespaces, and an
-    /opt/ml directory to mount over. Probed once; without it the emulator
-    rewrites /opt/ml paths in the command line instead.
+    /opt/ml directory to mount over. Probed once, under a lock: two jobs that
+    start together must not see a half-done probe (one then ran without its
+    /opt/ml). Without it the emulator rewrites /opt/ml paths in the command line.
     """
     global _namespace_ok
-    if _namespace_ok is None:
-        import shutil
-        import tempfile
-
-        _namespace_ok = False
-        if shutil.which("unshare"):
-            try:
-                os.makedirs(_OPT_ML, exist_ok=True)
-                with tempfile.TemporaryDirectory() as probe:
-                    open(os.path.join(probe, "ok"), "w").close()
-                    result = subprocess.run(with_private_opt_ml(["test", "-e", f"{_OPT_ML}/ok"], probe),
-                                            capture_output=True, timeout=10)  # fmt: skip
-                    _namespace_ok = result.returncode == 0
-            except (OSError, subprocess.SubprocessError):
-                _namespace_ok = False
+    with _namespace_probe:
+        if _namespace_ok is None:
+            _namespace_ok = _probe_namespace()
     return _namespace_ok
+
+
+def _probe_namespace() -> bool:
+    import shutil
+    import tempfile
+
+    if not shutil.which("unshare"):
+        return False
+    try:
+        os.makedirs(_OPT_ML, exist_ok=True)
+        with tempfile.TemporaryDirectory() as probe:
+            open(os.path.join(probe, "ok"), "w").close()
+            result = subprocess.run(with_private_opt_ml(["test", "-e", f"{_OPT_ML}/ok"], probe),
+                                    capture_output=True, timeout=10)  # fmt: skip
+            return result.returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
 
 
 def with_private_opt_ml(command: list[str], root) -> list[str]:
