@@ -1,0 +1,151 @@
+"""`mlscale airflow` started for real (scheduler, triggerer, dag processor, API server, emulator), once per session."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import REPO, free_port
+
+DAG_ID = "mlscale_pipeline"
+TERMINAL_RUN_STATES = ("success", "failed")
+
+
+@dataclass
+class AirflowStack:
+    url: str
+    user: str
+    password: str
+    home: Path
+    env: dict[str, str]
+    emulator_url: str
+    output: list[str] = field(default_factory=list)
+
+    def api(self) -> httpx.Client:
+        token = httpx.post(f"{self.url}/auth/token", json={"username": self.user, "password": self.password},
+                           timeout=30).raise_for_status().json()["access_token"]  # fmt: skip
+        return httpx.Client(base_url=f"{self.url}/api/v2", headers={"Authorization": f"Bearer {token}"}, timeout=60)
+
+    def airflow_cli(self, *args: str) -> str:
+        """An `airflow` command against this stack's database, as a user types it."""
+        result = subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True, text=True,
+                                timeout=300)  # fmt: skip
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
+        return result.stdout
+
+    def unpause(self) -> None:
+        with self.api() as api:
+            api.patch(f"/dags/{DAG_ID}", json={"is_paused": False}).raise_for_status()
+
+    def wait_for_runs(self, run_ids: list[str], timeout: float) -> dict[str, dict]:
+        deadline = time.monotonic() + timeout
+        while True:
+            with self.api() as api:
+                runs = {r: api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(r)}").raise_for_status().json()
+                        for r in run_ids}  # fmt: skip
+            if all(run["state"] in TERMINAL_RUN_STATES for run in runs.values()):
+                return runs
+            assert time.monotonic() < deadline, f"runs not finished after {timeout:.0f} s: " + ", ".join(
+                f"{r}={run['state']}" for r, run in runs.items())
+            time.sleep(5)
+
+    def task_states(self, run_id: str) -> dict[str, dict]:
+        with self.api() as api:
+            body = api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances").raise_for_status()
+        return {ti["task_id"]: ti for ti in body.json()["task_instances"]}
+
+    def xcom(self, run_id: str, task_id: str):
+        with self.api() as api:
+            response = api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}"
+                               "/xcomEntries/return_value", params={"deserialize": True, "stringify": False})  # fmt: skip
+        return response.raise_for_status().json()["value"]
+
+    def task_log(self, run_id: str, task_id: str, try_number: int = 1) -> str:
+        path = self.home / "logs" / f"dag_id={DAG_ID}" / f"run_id={run_id}" / f"task_id={task_id}"
+        return "\n".join(p.read_text(errors="replace") for p in sorted(path.glob(f"attempt={try_number}.log*")))
+
+    def failure_report(self, run_ids: list[str]) -> str:
+        """The failed tasks' log tails, for an assertion message."""
+        lines = []
+        for run_id in run_ids:
+            for task_id, ti in self.task_states(run_id).items():
+                if ti["state"] == "failed":
+                    lines.append(f"--- {run_id} {task_id}\n{self.task_log(run_id, task_id, ti['try_number'])[-3000:]}")
+        return "\n".join(lines)
+
+
+def _start(tmp: Path) -> tuple[subprocess.Popen, int]:
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
+    env.update({"MLSCALE_HOME": str(tmp), "MLSCALE_EMULATOR_PORT": str(free_port()), "MLSCALE_REPO": str(REPO)})
+    process = subprocess.Popen([sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    return process, port
+
+
+@pytest.fixture(scope="session")
+def airflow_stack(tmp_path_factory):
+    """What a user gets from `make airflow`, in a private home."""
+    tmp = tmp_path_factory.mktemp("airflow-stack")
+    process, port = _start(tmp)
+    output: list[str] = []
+    ready = threading.Event()
+
+    def pump():
+        for line in process.stdout:
+            output.append(line)
+            if "The emulator answers at" in line:  # the last line it prints when ready
+                ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not ready.wait(420):
+        process.kill()
+        pytest.fail("mlscale airflow did not get ready:\n" + "".join(output)[-3000:])
+    match = re.search(r"Airflow is ready: (\S+)\s+login: (\S+) / (\S+)", "".join(output))
+    emulator = re.search(r"The emulator answers at (\S+)\.", "".join(output))
+    home = tmp / "airflow"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
+    env.update({"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False"})  # fmt: skip
+    stack = AirflowStack(url=match.group(1), user=match.group(2), password=match.group(3), home=home, env=env,
+                         emulator_url=emulator.group(1), output=output)  # fmt: skip
+    assert match.group(1) == f"http://localhost:{port}"
+    _wait_for_dag(stack)
+    yield stack
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(90)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def _wait_for_dag(stack: AirflowStack, timeout: float = 180) -> None:
+    """The dag processor has parsed and serialized the DAG (a backfill or a trigger needs it)."""
+    deadline = time.monotonic() + timeout
+    with stack.api() as api:
+        while api.get(f"/dags/{DAG_ID}").status_code != 200:
+            assert time.monotonic() < deadline, f"{DAG_ID} not parsed after {timeout:.0f} s"
+            time.sleep(2)
+
+
+def emulator_client(stack: AirflowStack, service: str):
+    import boto3
+
+    return boto3.client(service, endpoint_url=stack.emulator_url, region_name="us-east-1",
+                        aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+
+
+def dump(value) -> str:
+    return json.dumps(value, indent=1, default=str)[:3000]
