@@ -74,10 +74,14 @@ def _xcom(task_id: str, key: str) -> str:
     return f"{{{{ ti.xcom_pull(task_ids='{task_id}')['{key}'] }}}}"
 
 
-def training_window(start, end, days: int = 7):
-    """The days to train on: the data interval, or for a manual run (a zero-width interval) the week before it."""
-    if end <= start:
-        end = end.start_of("day")
+def training_window(start, end, run_after, days: int = 7):
+    """The days to train on: the data interval, or the week before a run that has none.
+
+    Airflow 3's @weekly runs have zero-width intervals, and a run triggered without a
+    logical date (the REST API's or `airflow dags trigger`'s default) has no interval at all.
+    """
+    if start is None or end is None or end <= start:
+        end = (end or run_after).start_of("day")
         return end.subtract(days=days), end
     return start.start_of("day"), end.start_of("day")
 
@@ -139,7 +143,8 @@ with DAG(
 ) as dag:
 
     @task
-    def stage_raw_data(params=None, data_interval_start=None, data_interval_end=None, run_id=None) -> dict:
+    def stage_raw_data(params=None, data_interval_start=None, data_interval_end=None, dag_run=None,
+                       run_id=None) -> dict:  # fmt: skip
         """Make sure the interval's raw partitions exist (the generator stands in for upstream systems)."""
         import sys
 
@@ -151,7 +156,7 @@ with DAG(
         sys.path.insert(0, str(INCLUDE / "data"))
         from digits_raw import write_day
 
-        start, end = training_window(data_interval_start, data_interval_end)
+        start, end = training_window(data_interval_start, data_interval_end, pendulum.instance(dag_run.run_after))
         s3 = S3Hook(aws_conn_id=AWS_CONN_ID)
         if not s3.check_for_bucket(BUCKET):
             s3.create_bucket(BUCKET)
@@ -239,7 +244,8 @@ with DAG(
             image_uri=PROCESSING_IMAGE,
             code_location=f"s3://{BUCKET}/mlscale/code/processing",
             arguments=["--shards", "{{ ti.xcom_pull(task_ids='plan_shards')['shards']['shards'] }}",
-                       "--seed", "{{ data_interval_start.strftime('%Y%m%d') }}", "--test-fraction", "0.1"],
+                       "--seed", "{{ ti.xcom_pull(task_ids='stage_raw_data')['window_start'] | replace('-', '') }}",
+                       "--test-fraction", "0.1"],
             inputs={"data": ProcessingInput(_xcom("stage_raw_data", "etl_prefix"), "/opt/ml/processing/input/data")},
             outputs={
                 "shards": ProcessingOutput("/opt/ml/processing/output/shards",

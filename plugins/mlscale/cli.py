@@ -1,4 +1,4 @@
-"""The `mlscale` command line: `mlscale emulator up|down|status|serve|connection`, `mlscale demo`, `mlscale airflow`."""
+"""The `mlscale` command line: `mlscale emulator up|down|status|serve|connection|fleet`, `mlscale demo`, `mlscale airflow`."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlscale")
     sub = parser.add_subparsers(dest="command", required=True)
     emulator = sub.add_parser("emulator", help="the local AWS emulator")
-    emulator.add_argument("action", choices=["up", "down", "status", "serve", "connection"])
+    emulator.add_argument("action", choices=["up", "down", "status", "serve", "connection", "fleet"],
+                          help="fleet: register the simulated Greengrass core devices the DAG deploys to")
     emulator.add_argument("--port", type=int, help="default 5055 (MLSCALE_EMULATOR_PORT)")
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
     demo_parser = sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
@@ -50,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if state["ready"] else 1
     elif args.action == "connection":
         print(control.connection_uri(config))
+    elif args.action == "fleet":
+        print("edge devices: " + ", ".join(control.provision_edge_fleet(config)))
     return 0
 
 

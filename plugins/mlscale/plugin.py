@@ -6,13 +6,13 @@ Cheap to import: Airflow loads plugins in every process, so nothing heavy
 
 from airflow.plugins_manager import AirflowPlugin
 
-from mlscale.links import TrainingJobLink
+from mlscale.links import ALL_LINKS
 from mlscale.ui.lazy import LazyRunView
 
 
 class MlscalePlugin(AirflowPlugin):
     name = "mlscale"
-    operator_extra_links = [TrainingJobLink()]
+    operator_extra_links = [link() for link in ALL_LINKS]
     # The run view: a FastAPI app under /mlscale, and a tab on every DAG run page that opens it.
     fastapi_apps = [{"app": LazyRunView(), "url_prefix": "/mlscale", "name": "mlscale run view"}]
     external_views = [{"name": "mlscale", "href": "/mlscale/run?dag_id={DAG_ID}&run_id={RUN_ID}",

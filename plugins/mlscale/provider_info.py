@@ -23,5 +23,6 @@ def get_provider_info() -> dict:
         "hooks": [
             {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.job_logs", "mlscale.hooks.sagemaker_jobs", "mlscale.hooks.fsx"]},
         ],
-        "extra-links": ["mlscale.links.TrainingJobLink"],
+        "extra-links": [f"mlscale.links.{name}" for name in ("TrainingJobLink", "ProcessingJobLink", "TransformJobLink",
+                        "CompilationJobLink", "EndpointLink", "FileSystemLink", "GreengrassDeploymentLink")],
     }

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 
 import pytest
 from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
 import mlscale.triggers
+from mlscale.links import TrainingJobLink
 from mlscale.operators import SageMakerScriptTrainingOperator
 from mlscale.specs import SpecError, TrainingSpec
 from mlscale.triggers.sagemaker_job import SageMakerJobTrigger
@@ -58,7 +60,12 @@ def test_runs_the_job_and_returns_its_result(emulator, clients, tmp_path, capfd)
     assert result["model_artifact"].endswith(f"/{result['job_name']}/output/model.tar.gz")
     assert result["billable_seconds"] >= 1
     assert "[algo-1] accuracy=0.97" in capfd.readouterr().out  # the job's CloudWatch log, in the task log
-    assert context["ti"].pushed["mlscale_training_job"]["job_name"] == result["job_name"]
+    # the extra link goes to the emulator's own page for the job, which shows its status and logs
+    link = TrainingJobLink().format_link(**context["ti"].pushed["mlscale_training_job"])
+    assert link == f"{emulator.endpoint_url}/moto-api/mlscale/training-jobs/{result['job_name']}"
+    with urllib.request.urlopen(link) as response:
+        page = response.read().decode()
+    assert "<b>TrainingJobStatus</b>: Completed" in page and "accuracy=0.97" in page
 
 
 def test_interrupted_task_reattaches_instead_of_starting_a_second_job(emulator, clients, tmp_path, monkeypatch):

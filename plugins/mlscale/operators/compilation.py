@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlscale.hooks.sagemaker_jobs import COMPILATION
+from mlscale.links import CompilationJobLink
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.compilation import CompilationSpec
 
@@ -16,6 +17,8 @@ class SageMakerNeoCompilationOperator(SageMakerJobOperator):
     """
 
     kind = COMPILATION
+    console_link = CompilationJobLink
+    operator_extra_links = (CompilationJobLink(),)
     ui_color = "#f4cccc"
 
     def __init__(self, *, spec: CompilationSpec, **kwargs: Any):

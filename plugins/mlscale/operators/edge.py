@@ -16,6 +16,7 @@ from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowException
 
+from mlscale.links import GreengrassDeploymentLink
 from mlscale.naming import resource_name
 from mlscale.specs import rules
 from mlscale.specs.rules import require
@@ -42,6 +43,7 @@ class GreengrassEdgeDeployOperator(AwsBaseOperator[GreengrassHook]):
     """
 
     aws_hook_class = GreengrassHook
+    operator_extra_links = (GreengrassDeploymentLink(),)
     template_fields: Sequence[str] = (*aws_template_fields(), "compiled_artifact", "artifact_prefix",
                                       "thing_group_name", "sample", "poll_interval")  # fmt: skip
     ui_color = "#d9ead3"
@@ -91,6 +93,7 @@ class GreengrassEdgeDeployOperator(AwsBaseOperator[GreengrassHook]):
                 "minNumberOfExecutedThings": 1}]}},
         )  # fmt: skip
         self.log.info("Deployment %s of %s %s to %s", deployment["deploymentId"], self.component_name, version, group_arn)
+        GreengrassDeploymentLink.persist_for(context, self, deployment_id=deployment["deploymentId"])
         return self._wait(deployment["deploymentId"], group_arn)
 
     def _zip_app(self) -> bytes:

@@ -13,6 +13,7 @@ from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowException
 
+from mlscale.links import EndpointLink
 from mlscale.specs.endpoint import EndpointSpec
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class SageMakerEndpointDeployOperator(AwsBaseOperator[SageMakerHook]):
     """
 
     aws_hook_class = SageMakerHook
+    operator_extra_links = (EndpointLink(),)
     template_fields: Sequence[str] = (*aws_template_fields(), "spec", "poll_interval")
     ui_color = "#c9daf8"
 
@@ -58,6 +60,7 @@ class SageMakerEndpointDeployOperator(AwsBaseOperator[SageMakerHook]):
             self.log.info("Updating endpoint %s: %s -> %s", spec.endpoint_name, existing["EndpointConfigName"], config_name)
             sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name,
                                       DeploymentConfig=spec.deployment_config())  # fmt: skip
+        EndpointLink.persist_for(context, self, endpoint_name=spec.endpoint_name)
         final = self._wait()
         if final["EndpointStatus"] != "InService":
             raise AirflowException(f"Endpoint {spec.endpoint_name} is {final['EndpointStatus']}: "

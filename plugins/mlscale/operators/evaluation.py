@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from mlscale.hooks.sagemaker_jobs import TRANSFORM
+from mlscale.links import TransformJobLink
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.evaluation import EvaluationSpec
 
@@ -23,6 +24,8 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
     """
 
     kind = TRANSFORM
+    console_link = TransformJobLink
+    operator_extra_links = (TransformJobLink(),)
     ui_color = "#d9d2e9"
 
     def __init__(self, *, spec: EvaluationSpec, **kwargs: Any):

@@ -11,6 +11,7 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowException, AirflowSkipException
 
 from mlscale.hooks.fsx import FAILED, FSxHook
+from mlscale.links import FileSystemLink
 from mlscale.naming import resource_name
 from mlscale.operators.deferral import default_deferrable
 from mlscale.specs import rules
@@ -35,6 +36,7 @@ class FSxLustreStageOperator(AwsBaseOperator[FSxHook]):
     """
 
     aws_hook_class = FSxHook
+    operator_extra_links = (FileSystemLink(),)
     template_fields: Sequence[str] = (*aws_template_fields(), "data_repository_path", "enabled", "skip_reason",
                                       "storage_capacity_gib", "deployment_type", "per_unit_storage_throughput",
                                       "subnet_id", "security_group_ids", "poll_interval")  # fmt: skip
@@ -91,6 +93,7 @@ class FSxLustreStageOperator(AwsBaseOperator[FSxHook]):
         key = self._stage_key(context)
         fs = self.hook.find_file_system(STAGE_TAG, key) or self._create_file_system(key)
         fs_id = fs["FileSystemId"]
+        FileSystemLink.persist_for(context, self, file_system_id=fs_id)
         if fs["Lifecycle"] != "AVAILABLE":
             return self._wait(context, "file_system", fs_id, fs["Lifecycle"])
         association = self._association(fs_id, key)

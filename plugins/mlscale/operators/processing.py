@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mlscale.hooks.sagemaker_jobs import PROCESSING
+from mlscale.links import ProcessingJobLink
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.processing import ProcessingSpec, build_processing_request
 
@@ -19,6 +20,8 @@ class SageMakerProcessingScriptOperator(SageMakerJobOperator):
     """
 
     kind = PROCESSING
+    console_link = ProcessingJobLink
+    operator_extra_links = (ProcessingJobLink(),)
     ui_color = "#d9f2d9"
 
     def __init__(self, *, spec: ProcessingSpec, **kwargs: Any):

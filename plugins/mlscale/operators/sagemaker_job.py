@@ -13,6 +13,7 @@ from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
 from mlscale.hooks.sagemaker_jobs import TERMINAL_STATES, JobKind, describe_progress
+from mlscale.links import ConsoleLink
 from mlscale.naming import MAX_LENGTH, resource_name
 from mlscale.operators.deferral import default_deferrable
 from mlscale.triggers.sagemaker_job import SageMakerJobTrigger
@@ -35,6 +36,7 @@ class SageMakerJobOperator(AwsBaseOperator[SageMakerHook]):
     aws_hook_class = SageMakerHook
     template_fields: Sequence[str] = (*aws_template_fields(), "spec", "job_name", "poll_interval")
     kind: JobKind
+    console_link: type[ConsoleLink]  # the job in the AWS console or on the emulator
 
     def __init__(self, *, spec: Any, job_name: str | None = None, deferrable: bool | None = None,
                  poll_interval: float = 30, **kwargs: Any):  # fmt: skip
@@ -45,10 +47,7 @@ class SageMakerJobOperator(AwsBaseOperator[SageMakerHook]):
         self.poll_interval = poll_interval
         self._started_job: str | None = None
 
-    # Subclasses define `kind`, `_create_job(job_name, region)` and `_result(description) -> dict`.
-
-    def _persist_link(self, context: Context, region: str, job_name: str) -> None:
-        """Subclasses with a console link store it here."""
+    # Subclasses define `kind`, `console_link`, `_create_job(job_name, region)` and `_result(description) -> dict`.
 
     # -- execute ------------------------------------------------------------------------------------
 
@@ -65,7 +64,7 @@ class SageMakerJobOperator(AwsBaseOperator[SageMakerHook]):
         else:
             self._create_job(job_name, region)
         self._started_job = job_name
-        self._persist_link(context, region, job_name)
+        self.console_link.persist_for(context, self, job_name=job_name)
         if self.deferrable:
             self.defer(
                 trigger=SageMakerJobTrigger(

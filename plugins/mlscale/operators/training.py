@@ -27,15 +27,12 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
     """
 
     kind = TRAINING
+    console_link = TrainingJobLink
     operator_extra_links = (TrainingJobLink(),)
     ui_color = "#ffd9b3"
 
     def __init__(self, *, spec: TrainingSpec, **kwargs: Any):
         super().__init__(spec=spec, **kwargs)
-
-    def _persist_link(self, context: Context, region: str, job_name: str) -> None:
-        TrainingJobLink.persist(context=context, operator=self, region_name=region,
-                                aws_partition=self.hook.conn_partition, job_name=job_name)  # fmt: skip
 
     def _create_job(self, job_name: str, region: str) -> None:
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
