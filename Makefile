@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo airflow test test-fast bench emulator-up emulator-down lock clean
+.PHONY: install browser demo airflow test test-fast bench emulator-up emulator-down lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,12 @@ demo: install  ## the example DAG end to end on the local emulator, with a summa
 airflow: install  ## the emulator and Airflow standalone with mlscale loaded; prints the URL and login
 	$(BIN)/mlscale airflow
 
-test: install  ## the whole suite: unit, emulator, Airflow and end-to-end tests
+browser:  ## Debian's chromium for the browser test: installed with apt when missing and running as root
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
+	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "chromium is not installed (needs root and apt): the browser test will be skipped"
+
+test: install browser  ## the whole suite: unit, emulator, Airflow, end-to-end and browser tests
 	$(BIN)/python -m pytest -q
 
 test-fast: install  ## unit tests only (no emulator server, no Airflow run)

@@ -133,6 +133,9 @@ with DAG(
         "deploy_target": Param("both", enum=["endpoint", "edge", "both", "none"],
                                description="Where an approved model goes: a real-time endpoint, the edge fleet, "
                                            "both, or none (register only). Backfill runs never deploy"),
+        "bake_seconds": Param(300, type="integer", minimum=0, maximum=3600,
+                              description="Endpoint updates (blue/green): how long the new fleet takes all traffic, "
+                                          "watched by rollback alarms, before the old fleet goes"),
         "storage": Param("auto", enum=["auto", "s3", "fsx_lustre"],
                          description="Where training reads from: the storage advisor's choice, or forced"),
         "metrics_period": Param(60, type="integer", minimum=1, maximum=3600,
@@ -384,6 +387,7 @@ with DAG(
             image_uri=INFERENCE_IMAGE,
             instance_type="ml.c5.large",
             instance_count=1,
+            wait_seconds="{{ params.bake_seconds }}",
             sample_body=json.dumps(SAMPLE),
         ),
     )

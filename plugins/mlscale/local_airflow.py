@@ -100,7 +100,8 @@ def main(port: int = 8080) -> int:
                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port())}  # fmt: skip
         os.environ.update(env)
         home = Path(env["AIRFLOW_HOME"])
-        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
         ensure_training_pool()
         user, password = login(home)
         log_path = home / "standalone.log"

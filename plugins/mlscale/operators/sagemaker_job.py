@@ -120,12 +120,16 @@ class SageMakerJobOperator(AwsBaseOperator[SageMakerHook]):
     def _wait(self, job_name: str) -> dict:
         """Poll without deferring, printing the job's logs as they arrive."""
         from mlscale.hooks.job_logs import JobLogTail
+        from mlscale.hooks.progress import ProgressReporter
 
         tail = JobLogTail(self.hook, self.kind.log_group, job_name)
+        progress = ProgressReporter(self.kind.name_key, self.kind.status_key)
         previous = None
         while True:
             description = self.kind.describe(self.hook, job_name)
-            for line in describe_progress(description, previous, self.kind) + tail.poll():
+            new_lines = tail.poll()
+            summary = progress.update(description, new_lines)
+            for line in describe_progress(description, previous, self.kind) + new_lines + summary:
                 self.log.info(line)
             previous = description
             if self.kind.status_of(description) in TERMINAL_STATES:

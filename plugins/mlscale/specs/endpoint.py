@@ -33,7 +33,7 @@ class EndpointSpec:
     rollback_alarms: list[str] = field(default_factory=list)
 
     template_fields = ("endpoint_name", "model_artifact", "role_arn", "image_uri", "instance_type",
-                       "instance_count", "sample_body")  # fmt: skip
+                       "instance_count", "wait_seconds", "sample_body")  # fmt: skip
 
     def validate(self) -> None:
         require(bool(rules.NAME.match(self.endpoint_name or "")), "endpoint_name",

@@ -56,18 +56,22 @@ class SageMakerJobTrigger(BaseTrigger):
         from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 
         from mlscale.hooks.job_logs import JobLogTail
+        from mlscale.hooks.progress import ProgressReporter
         from mlscale.hooks.sagemaker_jobs import JOB_KINDS, TERMINAL_STATES, describe_progress
 
         kind = JOB_KINDS[self.job_kind]
         hook = SageMakerHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
                              config=self.botocore_config)  # fmt: skip
         tail = JobLogTail(hook, kind.log_group, self.job_name)
+        progress = ProgressReporter(kind.name_key, kind.status_key)
         previous: dict | None = None
         started = time.monotonic()
         while True:
             # boto3 is blocking: keep it off the triggerer's event loop
             description = await asyncio.to_thread(kind.describe, hook, self.job_name)
-            for line in describe_progress(description, previous, kind) + await asyncio.to_thread(tail.poll):
+            new_lines = await asyncio.to_thread(tail.poll)
+            summary = progress.update(description, new_lines)
+            for line in describe_progress(description, previous, kind) + new_lines + summary:
                 self.log.info(line)
             previous = description
             status = kind.status_of(description)
