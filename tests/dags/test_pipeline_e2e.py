@@ -119,10 +119,32 @@ def test_the_gate_lets_only_an_approved_model_through():
     assert gate.python_callable(ti=TI("PendingManualApproval")) is False
 
 
-def test_choose_targets_follows_the_deploy_target_param():
+def test_choose_targets_follows_the_deploy_target_param_and_backfills_deploy_nothing():
+    from types import SimpleNamespace
+
     from airflow.dag_processing.dagbag import DagBag
 
     choose = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"].get_task(
         "choose_targets")  # fmt: skip
-    assert choose.python_callable(params={"deploy_target": "edge"}) == ["deploy_edge"]
-    assert choose.python_callable(params={"deploy_target": "both"}) == ["deploy_endpoint", "deploy_edge"]
+    manual, backfill = SimpleNamespace(run_type="manual"), SimpleNamespace(run_type="backfill")
+    assert choose.python_callable(params={"deploy_target": "edge"}, dag_run=manual) == ["deploy_edge"]
+    assert choose.python_callable(params={"deploy_target": "both"}, dag_run=manual) == ["deploy_endpoint",
+                                                                                        "deploy_edge"]  # fmt: skip
+    assert choose.python_callable(params={"deploy_target": "none"}, dag_run=manual) == []
+    assert choose.python_callable(params={"deploy_target": "both"}, dag_run=backfill) == []
+
+
+def test_training_window_is_the_interval_or_the_week_before_a_run_without_one():
+    import importlib.util
+
+    import pendulum
+
+    spec = importlib.util.spec_from_file_location("mlscale_pipeline_dag", REPO / "dags" / "mlscale_pipeline.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sunday = pendulum.datetime(2026, 10, 18, tz="UTC")
+    week_before = (pendulum.datetime(2026, 10, 11, tz="UTC"), sunday)
+    assert module.training_window(sunday, sunday, sunday) == week_before  # Airflow 3's @weekly: zero width
+    assert module.training_window(None, None, sunday.add(hours=9)) == week_before  # triggered without a date
+    interval = (pendulum.datetime(2026, 10, 1, 6, tz="UTC"), pendulum.datetime(2026, 10, 4, 6, tz="UTC"))
+    assert module.training_window(*interval, sunday) == (interval[0].start_of("day"), interval[1].start_of("day"))

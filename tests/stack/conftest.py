@@ -72,6 +72,11 @@ class AirflowStack:
                                "/xcomEntries/return_value", params={"deserialize": True, "stringify": False})  # fmt: skip
         return response.raise_for_status().json()["value"]
 
+    def extra_links(self, run_id: str, task_id: str) -> dict[str, str | None]:
+        with self.api() as api:
+            response = api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/links")
+        return response.raise_for_status().json()["extra_links"]
+
     def task_log(self, run_id: str, task_id: str, try_number: int = 1) -> str:
         path = self.home / "logs" / f"dag_id={DAG_ID}" / f"run_id={run_id}" / f"task_id={task_id}"
         return "\n".join(p.read_text(errors="replace") for p in sorted(path.glob(f"attempt={try_number}.log*")))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.stack.conftest import dump, emulator_client
@@ -37,6 +39,12 @@ def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_n
         job = sagemaker.describe_training_job(TrainingJobName=name)
         assert job["TrainingJobStatus"] == "Completed"
         assert job["ModelArtifacts"]["S3ModelArtifacts"] == train["model_artifact"]
+
+    # the task log follows the job: its CloudWatch lines and a progress line per epoch (written by the triggerer)
+    log = stack.task_log(RUNS[0], "train")
+    assert "[algo-1] epoch=1 train_loss=" in log
+    # the status is whatever the poll saw with the epoch's line (Training, Uploading or Completed)
+    assert re.search(rf"progress: {names[0]}: \w+, epoch 1/1 \(100%\)", log), log[-3000:]
 
     # three model packages registered, one per run (decisions may differ: each is judged against the champion)
     packages = [stack.xcom(r, "evaluate")["model_package_arn"] for r in RUNS]

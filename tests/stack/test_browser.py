@@ -1,6 +1,7 @@
 """A person in Debian's chromium: sign in, trigger the DAG from its params form, watch it finish, open the run view.
 
-Screenshots are kept in test-artifacts/browser/ (MLSCALE_ARTIFACTS overrides), one per step.
+Screenshots are kept in test-artifacts/browser/ (MLSCALE_ARTIFACTS overrides), one per step: the filled form, the
+run in progress and finished, the mlscale tab, the run view, and the emulator's page behind the train task's link.
 """
 
 from __future__ import annotations
@@ -123,3 +124,11 @@ def test_trigger_from_the_form_then_inspect_the_run_in_the_run_view(airflow_stac
     endpoint = stack.xcom(run_id, "deploy_endpoint")
     for resource in (train["job_name"], evaluation["model_package_arn"], endpoint["endpoint_name"]):
         assert resource in text, resource
+
+    # the train task's extra link (its Links in the UI) opens the emulator's own page for the job
+    link = stack.extra_links(run_id, "train")["SageMaker training job"]
+    assert link == f"{stack.emulator_url}/moto-api/mlscale/training-jobs/{train['job_name']}"
+    page.goto(link)
+    shot(page, "06-emulator-training-job")
+    assert "TrainingJobStatus: Completed" in page.inner_text("body")
+    assert "epoch=2 train_loss=" in page.inner_text("body")
