@@ -12,6 +12,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import REPO
@@ -124,6 +125,10 @@ def test_trigger_from_the_form_then_inspect_the_run_in_the_run_view(airflow_stac
     endpoint = stack.xcom(run_id, "deploy_endpoint")
     for resource in (train["job_name"], evaluation["model_package_arn"], endpoint["endpoint_name"]):
         assert resource in text, resource
+
+    # the view asks Airflow who is asking: the browser's session cookie passed; no credentials, no page
+    view_url = f"{stack.url}/mlscale/run?dag_id={DAG_ID}&run_id={urllib.parse.quote(run_id)}"
+    assert httpx.get(view_url, timeout=60).status_code == 401
 
     # the train task's extra link (its Links in the UI) opens the emulator's own page for the job
     link = stack.extra_links(run_id, "train")["SageMaker training job"]

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 from fastapi.testclient import TestClient
 
-from mlscale.ui.app import app, log_reader, run_loader, s3_reader
+from mlscale.ui.app import app, can_read_runs, log_reader, run_loader, s3_reader
 from mlscale.ui.run_record import RunRecord, TaskRow
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -35,6 +35,7 @@ RECORD = RunRecord("mlscale_pipeline", "manual__1", "success", [
 
 
 def client() -> TestClient:
+    app.dependency_overrides[can_read_runs] = lambda: None  # signed in, may read the DAG's runs
     app.dependency_overrides[run_loader] = lambda: (lambda dag, run: RECORD if run == "manual__1" else None)
     app.dependency_overrides[s3_reader] = lambda: (lambda uri, conn: b"\x89PNG fake " + uri.encode())
     lines = [f"epoch={e} train_loss={1 / e:.4f} test_accuracy={0.9 + e / 100:.4f}" for e in range(1, 5)]
@@ -102,3 +103,15 @@ def test_metric_series_follow_the_metric_definitions():
 
     lines = ["epoch=1 loss=0.5", "noise", "epoch=2 loss=0.25", "loss=bad"]
     assert metric_series(lines, {"loss": r"loss=([0-9.]+)", "acc": r"acc=([0-9.]+)"}) == {"loss": [0.5, 0.25]}
+
+
+def test_nobody_signed_out_sees_a_run():
+    client()
+    del app.dependency_overrides[can_read_runs]
+    try:
+        for path in ("/run", "/artifact"):
+            response = TestClient(app).get(path, params={"dag_id": "mlscale_pipeline", "run_id": "manual__1",
+                                                         "uri": "s3://b/k.png"})  # fmt: skip
+            assert response.status_code == 401, path
+    finally:
+        app.dependency_overrides[can_read_runs] = lambda: None

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.core_api.security import requires_access_dag
 from fastapi import Depends, FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, Response
 
 CONTENT_TYPES = {".png": "image/png", ".html": "text/html", ".json": "application/json"}
 
-app = FastAPI(title="mlscale run view")
+# Who may look: whoever Airflow's auth manager lets read the DAG's runs, signed in as for the UI (the session
+# cookie, which the iframe of the run page sends, or a bearer token). Plugin apps are not guarded by default.
+can_read_runs = requires_access_dag("GET", DagAccessEntity.RUN)
+
+app = FastAPI(title="mlscale run view", dependencies=[Depends(can_read_runs)])
 
 
 def run_loader():
