@@ -108,7 +108,8 @@ def main(port: int = 8080) -> int:
         with open(log_path, "ab") as log:
             # its own session: Ctrl-C in this terminal reaches only us, and we stop it in order
             airflow = subprocess.Popen([sys.executable, "-m", "airflow", "standalone"], env=env, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+                                       stderr=subprocess.STDOUT, start_new_session=True,
+                                       preexec_fn=_sigint_stops_it)  # fmt: skip
         signal.signal(signal.SIGTERM, _interrupt)
         print(f"Starting Airflow (logs: {log_path}) ...", flush=True)
         wait_until_healthy(url, airflow)
@@ -128,6 +129,11 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def _sigint_stops_it() -> None:
+    """Started from a background shell we inherit SIGINT ignored, and standalone would not hear stop()."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _interrupt(*_) -> None:

@@ -115,25 +115,26 @@ def airflow_stack(tmp_path_factory):
                 ready.set()
 
     threading.Thread(target=pump, daemon=True).start()
-    if not ready.wait(420):
-        process.kill()
-        pytest.fail("mlscale airflow did not get ready:\n" + "".join(output)[-3000:])
-    match = re.search(r"Airflow is ready: (\S+)\s+login: (\S+) / (\S+)", "".join(output))
-    emulator = re.search(r"The emulator answers at (\S+)\.", "".join(output))
-    home = tmp / "airflow"
-    env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
-    env.update({"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-                "AIRFLOW__CORE__LOAD_EXAMPLES": "False"})  # fmt: skip
-    stack = AirflowStack(url=match.group(1), user=match.group(2), password=match.group(3), home=home, env=env,
-                         emulator_url=emulator.group(1), output=output)  # fmt: skip
-    assert match.group(1) == f"http://localhost:{port}"
-    _wait_for_dag(stack)
-    yield stack
-    process.send_signal(signal.SIGTERM)
     try:
-        process.wait(90)
-    except subprocess.TimeoutExpired:
-        process.kill()
+        if not ready.wait(420):
+            pytest.fail("mlscale airflow did not get ready:\n" + "".join(output)[-3000:])
+        match = re.search(r"Airflow is ready: (\S+)\s+login: (\S+) / (\S+)", "".join(output))
+        emulator = re.search(r"The emulator answers at (\S+)\.", "".join(output))
+        home = tmp / "airflow"
+        env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
+        env.update({"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+                    "AIRFLOW__CORE__LOAD_EXAMPLES": "False"})  # fmt: skip
+        stack = AirflowStack(url=match.group(1), user=match.group(2), password=match.group(3), home=home, env=env,
+                             emulator_url=emulator.group(1), output=output)  # fmt: skip
+        assert match.group(1) == f"http://localhost:{port}"
+        _wait_for_dag(stack)
+        yield stack
+    finally:  # also when the setup fails: a stack left running would outlive the tests
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(90)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def _wait_for_dag(stack: AirflowStack, timeout: float = 180) -> None:

@@ -124,7 +124,10 @@ def provision_edge_fleet(config: EmulatorSettings, group: str = "mlscale-edge-fl
 
     iot = boto3.client("iot", endpoint_url=config.endpoint_url, region_name=region,
                        aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
-    iot.create_thing_group(thingGroupName=group)
+    try:
+        iot.create_thing_group(thingGroupName=group)
+    except iot.exceptions.ResourceAlreadyExistsException:
+        pass  # a running emulator keeps its fleet: `mlscale airflow` or `demo` started again
     names = []
     for index in range(1, count + 1):
         name = f"{group}-device-{index}"
