@@ -11,7 +11,6 @@ import json
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -84,6 +83,7 @@ def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 300
 def main(port: int = 8080) -> int:
     """Start the emulator and Airflow standalone; print the URL and login; stop both on Ctrl-C or SIGTERM."""
     from mlscale.emulator import control
+    from mlscale.emulator.executors.processes import free_port
     from mlscale.emulator.settings import EmulatorSettings
 
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
@@ -123,12 +123,6 @@ def main(port: int = 8080) -> int:
         if airflow is not None:
             stop(airflow)
         control.down(config)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _sigint_stops_it() -> None:
