@@ -146,3 +146,22 @@ def traced_model(module, *example) -> bytes:
     buffer = io.BytesIO()
     torch.jit.save(torch.jit.trace(module.eval(), example), buffer)
     return buffer.getvalue()
+
+
+@pytest.fixture
+def no_trigger_hold(monkeypatch):
+    """Outside a scheduler there is no deferral race to wait out (mlscale.triggers.FIRST_EVENT_AFTER_SECONDS)."""
+    import mlscale.triggers
+
+    monkeypatch.setattr(mlscale.triggers, "FIRST_EVENT_AFTER_SECONDS", 0.0)
+
+
+def first_event(trigger) -> dict:
+    """Run a trigger as the triggerer does, to its first event; the event's payload."""
+    import asyncio
+
+    async def run():
+        async for event in trigger.run():
+            return event.payload
+
+    return asyncio.run(run())

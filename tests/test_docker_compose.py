@@ -71,8 +71,10 @@ def test_init_creates_the_pool_the_dag_trains_in_and_the_edge_fleet(compose):
     script = "\n".join(compose["services"]["airflow-init"]["command"])
     assert "airflow pools set mlscale_training" in script and "--include-deferred" in script
     assert "mlscale emulator fleet" in script
-    assert 'TRAINING_POOL = os.environ.get("MLSCALE_TRAINING_POOL", "mlscale_training")' in (
-        REPO / "dags" / "mlscale_pipeline.py").read_text()
+    from mlscale.settings import OPTIONS
+
+    assert OPTIONS["training_pool"][0] == "mlscale_training"
+    assert 'TRAINING_POOL = setting("training_pool")' in (REPO / "dags" / "mlscale_pipeline.py").read_text()
 
 
 def test_the_image_pins_the_airflow_this_project_is_tested_with(compose):

@@ -45,6 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         os.environ.update(env)
+        # dag.test() resumes a deferred task in this process: the scheduler race the triggers wait out
+        # (mlscale.triggers) cannot happen, so their first event need not be held
+        import mlscale.triggers
+
+        mlscale.triggers.FIRST_EVENT_AFTER_SECONDS = 0.0
         ensure_training_pool()
         conf = json.loads(argv[0]) if argv else {}
         result = run_dag(repo / "dags" / "mlscale_pipeline.py", "mlscale_pipeline", conf)
@@ -67,7 +72,7 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  ETL output       {etl.get('rows', '-')} rows, {etl.get('bytes', 0) / 1e6:.1f} MB in {etl.get('objects', '-')} object(s)",
         f"  data quality     {(xcoms.get('quality') or {}).get('verdict', '-')}: {(xcoms.get('quality') or {}).get('report_uri', '-')}",
         f"  storage advisor  {storage.get('storage', '-')} {storage.get('input_mode') or ''}: {storage.get('reason', '-')}",
-        f"  FSx for Lustre   {_fsx_line(xcoms.get('stage_fsx'), plan.get('fsx', {}))}",
+        f"  FSx for Lustre   {_fsx_line(xcoms.get('stage_fsx'), plan)}",
         f"  shards           {shards.get('shards', '-')} x ~{shards.get('records_per_shard', '-')} records "
         f"(~{shards.get('bytes_per_shard', 0) / 1e6:.2f} MB): {shards.get('reason', '-')}",
         f"  training job     {train.get('job_name', '-')}",
@@ -139,10 +144,10 @@ def _diagnosis_line(diagnosis: dict | None) -> str:
 
 
 def _fsx_line(staged: dict | None, planned: dict) -> str:
-    if staged:
+    if staged and staged.get("file_system_id"):
         return (f"{staged['file_system_id']} {staged['deployment_type']} {staged['storage_capacity_gib']} GiB, "
                 f"{staged['files_imported']} files imported, mounted at {staged['directory_path']} (deleted after training)")
-    return "skipped: training reads from S3" if planned else "-"
+    return "skipped: training reads from S3" if "fsx_enabled" in planned else "-"
 
 
 if __name__ == "__main__":

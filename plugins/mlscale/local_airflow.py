@@ -50,7 +50,9 @@ def ensure_training_pool(slots: int = TRAINING_POOL_SLOTS) -> None:
     """
     from airflow.models.pool import Pool
 
-    name = os.environ.get("MLSCALE_TRAINING_POOL", "mlscale_training")
+    from mlscale.settings import setting
+
+    name = setting("training_pool")
     Pool.create_or_update_pool(name, slots, "SageMaker training jobs at once (account quotas)", include_deferred=True)
 
 

@@ -21,6 +21,11 @@ def _slug(text: str) -> str:
     return re.sub(r"-+", "-", re.sub(r"[^a-zA-Z0-9]+", "-", text)).strip("-")
 
 
+def run_slug(run_id: str) -> str:
+    """A run id as one S3 path segment (reports, ETL output, shards of that run)."""
+    return re.sub(r"[^A-Za-z0-9=-]+", "-", run_id).strip("-")
+
+
 def resource_name(dag_id: str, task_id: str, run_id: str, map_index: int = -1, attempt: int = 1,
                   max_length: int = MAX_LENGTH) -> str:  # fmt: skip
     """A valid, stable name: readable start, then a hash of the full identity.

@@ -19,16 +19,16 @@ def test_dag_parses_with_its_params_form():
     assert sorted(dag.task_ids) == ["choose_targets", "compile", "delete_fsx", "deploy_edge", "deploy_endpoint",
                                     "diagnose", "etl", "evaluate", "gate", "plan_shards", "quality", "shard",
                                     "stage_fsx", "stage_raw_data", "train", "training_inputs"]  # fmt: skip
-    assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets"}
-    assert dag.get_task("compile").upstream_task_ids == {"gate"}
+    assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile"}
+    assert dag.get_task("compile").upstream_task_ids == {"gate", "train", "stage_raw_data"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert [a.name for a in dag.get_task("etl").outlets] == ["mlscale_training_data"]  # downstream DAGs schedule on it
     assert dag.get_task("delete_fsx").is_teardown
     assert dag.params["instance_count"] == 2
     assert dag.get_task("etl").upstream_task_ids == {"stage_raw_data"}
-    assert dag.get_task("plan_shards").upstream_task_ids == {"quality"}
-    assert dag.get_task("train").upstream_task_ids == {"training_inputs"}
-    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx"}
+    assert dag.get_task("plan_shards").upstream_task_ids == {"quality", "stage_raw_data"}
+    assert dag.get_task("train").upstream_task_ids == {"training_inputs", "plan_shards"}
+    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx", "stage_raw_data"}
 
 
 def run_demo(tmp_path, *conf: str) -> str:
@@ -106,45 +106,17 @@ def test_the_gate_lets_only_an_approved_model_through():
 
     gate = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"].get_task("gate")
     assert isinstance(gate, ShortCircuitOperator)
-
-    class TI:
-        def __init__(self, decision):
-            self.decision = decision
-
-        def xcom_pull(self, task_ids):
-            return {"decision": self.decision, "model_package_arn": "arn:pkg/1", "reasons": ["accuracy 0.5 is below"]}
-
-    assert gate.python_callable(ti=TI("Approved")) is True
-    assert gate.python_callable(ti=TI("Rejected")) is False
-    assert gate.python_callable(ti=TI("PendingManualApproval")) is False
+    assert gate.python_callable("Approved", "arn:pkg/1", []) is True
+    assert gate.python_callable("Rejected", "arn:pkg/1", ["accuracy 0.5 is below"]) is False
+    assert gate.python_callable("PendingManualApproval", "arn:pkg/1", []) is False
 
 
-def test_choose_targets_follows_the_deploy_target_param_and_backfills_deploy_nothing():
-    from types import SimpleNamespace
-
+def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
     from airflow.dag_processing.dagbag import DagBag
 
-    choose = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"].get_task(
-        "choose_targets")  # fmt: skip
-    manual, backfill = SimpleNamespace(run_type="manual"), SimpleNamespace(run_type="backfill")
-    assert choose.python_callable(params={"deploy_target": "edge"}, dag_run=manual) == ["deploy_edge"]
-    assert choose.python_callable(params={"deploy_target": "both"}, dag_run=manual) == ["deploy_endpoint",
-                                                                                        "deploy_edge"]  # fmt: skip
-    assert choose.python_callable(params={"deploy_target": "none"}, dag_run=manual) == []
-    assert choose.python_callable(params={"deploy_target": "both"}, dag_run=backfill) == []
-
-
-def test_training_window_is_the_interval_or_the_week_before_a_run_without_one():
-    import importlib.util
-
-    import pendulum
-
-    spec = importlib.util.spec_from_file_location("mlscale_pipeline_dag", REPO / "dags" / "mlscale_pipeline.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sunday = pendulum.datetime(2026, 10, 18, tz="UTC")
-    week_before = (pendulum.datetime(2026, 10, 11, tz="UTC"), sunday)
-    assert module.training_window(sunday, sunday, sunday) == week_before  # Airflow 3's @weekly: zero width
-    assert module.training_window(None, None, sunday.add(hours=9)) == week_before  # triggered without a date
-    interval = (pendulum.datetime(2026, 10, 1, 6, tz="UTC"), pendulum.datetime(2026, 10, 4, 6, tz="UTC"))
-    assert module.training_window(*interval, sunday) == (interval[0].start_of("day"), interval[1].start_of("day"))
+    source = (REPO / "dags" / "mlscale_pipeline.py").read_text()
+    assert "xcom_pull" not in source and "sys.path" not in source and "os.environ" not in source
+    dag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"]
+    assert dag.get_task("evaluate").upstream_task_ids == {"train", "stage_raw_data"}
+    assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile"}
+    assert not dag.render_template_as_native_obj  # the specs convert rendered strings themselves

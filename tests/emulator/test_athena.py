@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from datetime import date
 
 import pytest
 
-from tests.conftest import REPO
+
 
 pytestmark = pytest.mark.emulator
-sys.path.insert(0, str(REPO / "include" / "data"))
-from digits_raw import write_day  # noqa: E402
+from mlscale.datasets.raw_digits import write_day
 
 DAYS = [date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)]
 

@@ -16,9 +16,8 @@ import pytest
 from tests.conftest import REPO
 
 SHARD = REPO / "include" / "processing" / "shard.py"
-sys.path.insert(0, str(REPO / "include" / "data"))
 sys.path.insert(0, str(REPO / "include" / "training"))
-from digits_raw import generate_day  # noqa: E402
+from mlscale.datasets.raw_digits import generate_day
 from shard_loader import iterate_shard, shard_loader  # noqa: E402
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mlscale.operators import TrainingDiagnosisOperator
+from mlscale.specs import DiagnosisSpec
 from tests.conftest import training_request, upload_source, wait_for_job
 from tests.operators.test_training_operator import FakeTI
 
@@ -25,8 +26,8 @@ def test_a_job_waiting_on_data_is_io_bound_and_the_next_step_is_storage(emulator
     clients["sagemaker"].create_training_job(**request)
     assert wait_for_job(clients["sagemaker"], "waits-on-data")["TrainingJobStatus"] == "Completed"
 
-    result = TrainingDiagnosisOperator(task_id="diagnose", job_name="waits-on-data", period=1).execute(
-        {"ti": FakeTI("diagnose")})
+    spec = DiagnosisSpec(job_name="waits-on-data", period="1")  # a rendered template: a string
+    result = TrainingDiagnosisOperator(task_id="diagnose", spec=spec).execute({"ti": FakeTI("diagnose")})
     assert result["points"] >= 4  # CPU, memory and disk samples from both hosts
     assert result["verdict"] == "io-bound", result
     assert result["stats"]["data_wait_fraction"] == pytest.approx(0.62)
@@ -39,4 +40,17 @@ def test_unknown_job_fails_with_the_service_reason(emulator):
     from botocore.exceptions import ClientError
 
     with pytest.raises(ClientError, match="Could not find training job"):
-        TrainingDiagnosisOperator(task_id="diagnose", job_name="never-ran").execute({"ti": FakeTI("diagnose")})
+        TrainingDiagnosisOperator(task_id="diagnose", spec=DiagnosisSpec("never-ran")).execute({"ti": FakeTI("diagnose")})
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"job_name": "../x"}, "job_name: must be a training job name"),
+    ({"period": 45}, "period: must be 1, 5, 10, 30 or a multiple of 60 seconds"),
+    ({"period": "sixty"}, "period: must be an integer"),
+    ({"loader_workers": -1}, "loader_workers: must be an integer from 0 to 256"),
+])  # fmt: skip
+def test_bad_diagnosis_specs(overrides, message):
+    from mlscale.specs import SpecError
+
+    with pytest.raises(SpecError, match=message):
+        DiagnosisSpec(**{"job_name": "job-1", **overrides}).validate()

@@ -11,7 +11,7 @@ from airflow.sdk.exceptions import AirflowException
 
 from mlscale.emulator import control
 from mlscale.operators import GreengrassEdgeDeployOperator
-from mlscale.specs import SpecError
+from mlscale.specs import EdgeDeploymentSpec, SpecError
 from tests.conftest import REPO, model_tar, traced_model
 from tests.operators.test_training_operator import FakeTI
 
@@ -29,12 +29,14 @@ def compiled(emulator, clients):
 
 
 def operator(artifact: str, group: str, **overrides) -> GreengrassEdgeDeployOperator:
-    kwargs = dict(task_id="deploy_edge", component_name="com.mlscale.Test", compiled_artifact=artifact,
-                  app_source=str(REPO / "include" / "edge" / "inference_app.py"),
-                  artifact_prefix="s3://mlscale-test/edge-op/components/", thing_group_name=group,
-                  sample=json.dumps([[0.2] * 64]), poll_interval=0.2)  # fmt: skip
-    kwargs.update(overrides)
-    return GreengrassEdgeDeployOperator(**kwargs)
+    spec = dict(component_name="com.mlscale.Test", compiled_artifact=artifact,
+                app_source=str(REPO / "include" / "edge" / "inference_app.py"),
+                artifact_prefix="s3://mlscale-test/edge-op/components/", thing_group_name=group,
+                sample=json.dumps([[0.2] * 64]))  # fmt: skip
+    kwargs = dict(task_id="deploy_edge", poll_interval=0.2, deferrable=False)
+    for key, value in overrides.items():
+        (kwargs if key in ("deferrable", "wait_for_completion", "poll_interval") else spec)[key] = value
+    return GreengrassEdgeDeployOperator(spec=EdgeDeploymentSpec(**spec), **kwargs)
 
 
 def test_deploys_to_every_device_and_a_retry_deploys_nothing_new(compiled, clients):

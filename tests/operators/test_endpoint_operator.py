@@ -35,7 +35,8 @@ def artifact(clients, name: str, scale: float | None) -> str:
 def deploy(uri: str, **overrides) -> dict:
     spec = EndpointSpec(endpoint_name="op-endpoint", model_artifact=uri, role_arn=ROLE_ARN, image_uri="inference:1",
                         sample_body="[[1, 2]]", **overrides)  # fmt: skip
-    return SageMakerEndpointDeployOperator(task_id="deploy", spec=spec, poll_interval=0.2).execute({"ti": FakeTI("deploy")})
+    return SageMakerEndpointDeployOperator(task_id="deploy", spec=spec, poll_interval=0.2,
+                                           deferrable=False).execute({"ti": FakeTI("deploy")})
 
 
 def test_create_then_update_then_a_failed_update_keeps_the_old_model_serving(emulator, clients):

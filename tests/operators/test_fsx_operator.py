@@ -6,18 +6,22 @@ import pytest
 from airflow.sdk.exceptions import AirflowSkipException, TaskDeferred
 
 from mlscale.operators import FSxDeleteFileSystemOperator, FSxLustreStageOperator
-from mlscale.specs import SpecError
+from mlscale.specs import FSxLustreSpec, SpecError
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator
 
 
+OPERATOR_ARGS = ("enabled", "skip_reason", "deferrable", "poll_interval", "wait_for_completion")
+
+
 def stage_operator(**overrides) -> FSxLustreStageOperator:
-    kwargs = dict(task_id="stage_fsx", data_repository_path="s3://mlscale-test/fsx-op/", subnet_id="subnet-0123456789abcdef0",
-                  security_group_ids=["sg-0123456789abcdef0"], file_system_path="/shards", poll_interval=0.2,
-                  deferrable=False)  # fmt: skip
-    kwargs.update(overrides)
-    return FSxLustreStageOperator(**kwargs)
+    spec = dict(data_repository_path="s3://mlscale-test/fsx-op/", subnet_id="subnet-0123456789abcdef0",
+                security_group_ids=["sg-0123456789abcdef0"], file_system_path="/shards")  # fmt: skip
+    kwargs = dict(task_id="stage_fsx", poll_interval=0.2, deferrable=False)
+    for key, value in overrides.items():
+        (kwargs if key in OPERATOR_ARGS else spec)[key] = value
+    return FSxLustreStageOperator(spec=FSxLustreSpec(**spec), **kwargs)
 
 
 def test_stages_and_a_retry_reuses_the_same_file_system(emulator, clients):
@@ -38,7 +42,7 @@ def test_stages_and_a_retry_reuses_the_same_file_system(emulator, clients):
 def test_deferrable_waits_in_a_trigger(emulator, clients):
     with pytest.raises(TaskDeferred) as deferred:
         stage_operator(deferrable=True).execute({"ti": FakeTI("stage_fsx", run_id="manual__fsx-2")})
-    assert deferred.value.trigger.kind == "file_system" and deferred.value.method_name == "resume"
+    assert deferred.value.trigger.kind == "fsx_file_system" and deferred.value.method_name == "resume"
 
 
 @pytest.mark.parametrize("overrides, message", [
@@ -56,6 +60,6 @@ def test_bad_stage_inputs_fail_before_any_aws_call(emulator, overrides, message)
 
 def test_disabled_stage_returns_nothing_and_the_teardown_skips(emulator):
     context = {"ti": FakeTI("stage_fsx", run_id="manual__fsx-3")}
-    assert stage_operator(enabled=False, skip_reason="the advisor chose S3 File").execute(context) is None
+    assert stage_operator(enabled=False, skip_reason="the advisor chose S3 File").execute(context)["file_system_id"] is None
     with pytest.raises(AirflowSkipException, match="no file system was staged"):
         FSxDeleteFileSystemOperator(task_id="delete_fsx", file_system_id="None").execute(context)

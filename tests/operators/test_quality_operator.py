@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-import sys
+import re
 from datetime import date
 
 import pyarrow as pa
@@ -13,12 +13,12 @@ from airflow.sdk.exceptions import AirflowException
 
 from mlscale.hooks.catalog import ensure_parquet_table
 from mlscale.operators import DataQualityOperator
-from tests.conftest import REPO
+from mlscale.specs import QualitySpec
+
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator
-sys.path.insert(0, str(REPO / "include" / "data"))
-from digits_raw import generate_day  # noqa: E402
+from mlscale.datasets.raw_digits import generate_day
 
 
 def stage(clients, emulator, table: str, duplicate_share: float = 0.0) -> str:
@@ -39,9 +39,10 @@ def stage(clients, emulator, table: str, duplicate_share: float = 0.0) -> str:
 
 
 def operator(table: str, prefix: str, run: str) -> tuple[DataQualityOperator, dict]:
-    op = DataQualityOperator(task_id="quality", database="quality_test", table=table, where="dt >= '2026-10-01'",
-                             data_prefix=prefix, report_prefix=f"s3://mlscale-test/quality-reports/{table}",
-                             output_location="s3://mlscale-test/athena-results/", sleep_time=0.2)  # fmt: skip
+    spec = QualitySpec(database="quality_test", table=table, partition_start="2026-10-01", data_prefix=prefix,
+                       report_prefix=f"s3://mlscale-test/quality-reports/{table}",
+                       output_location="s3://mlscale-test/athena-results/")  # fmt: skip
+    op = DataQualityOperator(task_id="quality", spec=spec, poll_interval=0.2, deferrable=False)
     ti = FakeTI("quality", run_id=run)
     return op, {"ti": ti}
 
@@ -72,6 +73,32 @@ def test_bad_threshold_is_refused_before_any_query(emulator, clients):
     from mlscale.specs import SpecError
 
     op, context = operator("clean", "s3://mlscale-test/nowhere/", "manual__3")
-    op.thresholds = {"max_dupes": 0.1}
-    with pytest.raises(SpecError, match="thresholds: unknown threshold"):
+    op.spec.thresholds = {"max_dupes": 0.1}
+    with pytest.raises(SpecError, match="thresholds: unknown threshold 'max_dupes'"):
         op.execute(context)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("database", "mlscale.raw_digits UNION SELECT 1 --", "database: must be an Athena identifier"),
+    ("table", 'raw"; DROP TABLE x', "table: must be an Athena identifier"),
+    ("partition_start", "2026-10-01' OR '1'='1", "partition_start: must be a date YYYY-MM-DD"),
+    ("columns", ["label", "pixels) --"], "columns[1]: must be an Athena identifier"),
+    ("thresholds", {"min_rows": 0}, "thresholds['min_rows']: must be an integer >= 1"),
+    ("thresholds", "{'max_missing_fraction': 2}", "thresholds['max_missing_fraction']: must be a fraction"),
+])  # fmt: skip
+def test_sql_is_built_from_validated_identifiers_and_dates_only(field, value, message):
+    from mlscale.specs import SpecError
+
+    fields = dict(database="db", table="t", data_prefix="s3://mlscale-test/x/", report_prefix="s3://mlscale-test/r",
+                  output_location="s3://mlscale-test/a/")  # fmt: skip
+    spec = QualitySpec(**{**fields, field: value})
+    with pytest.raises(SpecError, match=re.escape(message)):
+        spec.validate()
+
+
+def test_the_aggregate_query_quotes_identifiers_and_dates():
+    spec = QualitySpec(database="mlscale", table="raw_digits", data_prefix="s3://bucket-1/x/", report_prefix="s3://bucket-1/r",
+                       output_location="s3://bucket-1/a/", partition_start="2026-10-04", partition_end="2026-10-11")  # fmt: skip
+    spec.validate()
+    assert spec.aggregate_query().endswith(
+        'FROM "mlscale"."raw_digits" WHERE "dt" >= \'2026-10-04\' AND "dt" < \'2026-10-11\'')

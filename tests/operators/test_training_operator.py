@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 import urllib.request
 
@@ -13,8 +12,9 @@ import mlscale.triggers
 from mlscale.links import TrainingJobLink
 from mlscale.operators import SageMakerScriptTrainingOperator
 from mlscale.specs import SpecError, TrainingSpec
-from mlscale.triggers.sagemaker_job import SageMakerJobTrigger
-from tests.conftest import ROLE_ARN
+from mlscale.operators.stage import StageOperator
+from mlscale.triggers.stage import StageTrigger
+from tests.conftest import ROLE_ARN, first_event
 
 pytestmark = pytest.mark.emulator
 
@@ -71,10 +71,10 @@ def test_runs_the_job_and_returns_its_result(emulator, clients, tmp_path, capfd)
 def test_interrupted_task_reattaches_instead_of_starting_a_second_job(emulator, clients, tmp_path, monkeypatch):
     operator, context = make_operator(tmp_path, SLEEPER.replace("300", "3"), "reattach", deferrable=False)
 
-    def killed(self, job_name):
+    def killed(self, wait):
         raise KeyboardInterrupt("worker killed after the job was created")
 
-    monkeypatch.setattr(SageMakerScriptTrainingOperator, "_wait", killed)
+    monkeypatch.setattr(StageOperator, "_wait_here", killed)
     with pytest.raises(KeyboardInterrupt):
         operator.execute(context)
     monkeypatch.undo()
@@ -107,17 +107,8 @@ def test_bad_spec_fails_before_any_aws_call(emulator, clients, tmp_path):
 
 
 @pytest.fixture(autouse=True)
-def no_trigger_hold(monkeypatch):
-    """Outside a scheduler there is no deferral race to wait out."""
-    monkeypatch.setattr(mlscale.triggers, "FIRST_EVENT_AFTER_SECONDS", 0.0)
-
-
-def run_trigger(trigger: SageMakerJobTrigger) -> dict:
-    async def first_event():
-        async for event in trigger.run():
-            return event.payload
-
-    return asyncio.run(first_event())
+def _no_trigger_hold(no_trigger_hold):
+    pass
 
 
 def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulator, clients, tmp_path, capfd,
@@ -129,43 +120,32 @@ def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulat
     with pytest.raises(TaskDeferred) as deferred:
         operator.execute(context)
     trigger = deferred.value.trigger
-    assert isinstance(trigger, SageMakerJobTrigger) and deferred.value.method_name == "execute_complete"
+    assert isinstance(trigger, StageTrigger) and deferred.value.method_name == "resume"
     capfd.readouterr()
     started = time.monotonic()
-    event = run_trigger(trigger)
+    event = first_event(trigger)
     # the event waits out Airflow's race between the deferral's exit and the resumed try (apache/airflow#72716)
     assert time.monotonic() - started >= 4.0
-    assert event["status"] == "Completed"
+    assert event["status"] == "success" and event["state"] == "Completed"
     assert "[algo-1] accuracy=0.97" in capfd.readouterr().out
-    assert operator.execute_complete(context, event)["final_metrics"] == {"accuracy": 0.97}
+    assert operator.resume(context, event)["final_metrics"] == {"accuracy": 0.97}
 
 
 def test_stopped_job_fails_the_task(emulator, clients, tmp_path):
     operator, context = make_operator(tmp_path, SLEEPER, "stopped")
     with pytest.raises(TaskDeferred) as deferred:
         operator.execute(context)
-    job_name = deferred.value.trigger.job_name
+    job_name = deferred.value.trigger.resource_id
     sagemaker = clients["sagemaker"]
     deadline = time.monotonic() + 60
     while sagemaker.describe_training_job(TrainingJobName=job_name)["SecondaryStatus"] != "Training":
         assert time.monotonic() < deadline
         time.sleep(0.2)
     operator.on_kill()  # what Airflow calls when the task is killed: it stops the job it started
-    event = run_trigger(deferred.value.trigger)
-    assert event["status"] == "Stopped"
-    with pytest.raises(AirflowException, match="was stopped"):
-        operator.execute_complete(context, event)
-
-
-def test_trigger_serialization_round_trip():
-    trigger = SageMakerJobTrigger(job_kind="training", job_name="job-1", poll_interval=7, aws_conn_id="aws_x",
-                                  region_name="eu-west-1", verify=False,
-                                  botocore_config={"retries": {"mode": "standard"}})  # fmt: skip
-    classpath, kwargs = trigger.serialize()
-    module, name = classpath.rsplit(".", 1)
-    rebuilt = getattr(__import__(module, fromlist=[name]), name)(**kwargs)
-    assert rebuilt.serialize() == (classpath, kwargs)
-    assert classpath == "mlscale.triggers.sagemaker_job.SageMakerJobTrigger"
+    event = first_event(deferred.value.trigger)
+    assert event["status"] == "failed" and event["state"] == "Stopped"
+    with pytest.raises(AirflowException, match="ended Stopped"):
+        operator.resume(context, event)
 
 
 def test_neo_compilation_operator_compiles_and_reuses_on_retry(emulator, clients, tmp_path):

@@ -41,7 +41,9 @@ BAD_SPECS = [
     ({"image_uri": None, "framework": "pytorch"}, "framework_version: is required with framework='pytorch'"),
     ({"instance_type": "g5.2xlarge"}, "instance_type: must look like ml.<family>.<size>"),
     ({"instance_count": 0}, "instance_count: must be an integer from 1 to 100"),
-    ({"instance_count": "2"}, "instance_count: must be an integer from 1 to 100 (got '2')"),
+    ({"instance_count": "two"}, "instance_count: must be an integer (got 'two')"),
+    ({"use_spot": "maybe"}, "use_spot: must be true or false (got 'maybe')"),
+    ({"hyperparameters": "epochs=3"}, "hyperparameters: must be a dict"),
     ({"distribution": "horovod"}, "distribution: must be one of"),
     ({"hyperparameters": {"sagemaker_program": "x.py"}}, "hyperparameters['sagemaker_program']: the sagemaker_ prefix is reserved"),
     ({"hyperparameters": {"notes": "x" * 2600}}, "hyperparameters['notes']: values are at most 2500 characters"),
@@ -168,3 +170,13 @@ def test_file_system_channel_from_xcom_dicts():
                                                           "DirectoryPath": "/abcd1234/shards", "FileSystemAccessMode": "ro"}}
     assert channels["test"]["S3DataSource"]["S3Uri"] == "s3://bucket/test/"
     assert req["VpcConfig"] == {"Subnets": ["subnet-1"], "SecurityGroupIds": ["sg-1"]}
+
+
+def test_rendered_template_strings_become_the_declared_types():
+    """An ordinary DAG (no render_template_as_native_obj) renders every template to a string."""
+    spec = good_spec(instance_count="2", use_spot="False", max_retry_attempts="None", hyperparameters="{'epochs': 3}",
+                      inputs="{'train': 's3://bucket/train/'}", subnets="[]", volume_size_gb=" 40 ")
+    spec.validate(check_files=False)
+    assert (spec.instance_count, spec.use_spot, spec.max_retry_attempts) == (2, False, None)
+    assert spec.hyperparameters == {"epochs": 3} and spec.subnets == [] and spec.volume_size_gb == 40
+    assert spec.inputs == {"train": "s3://bucket/train/"}

@@ -45,15 +45,21 @@ class AirflowStack:
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
         return result.stdout
 
-    def unpause(self) -> None:
+    def unpause(self, dag_id: str = DAG_ID) -> None:
         with self.api() as api:
-            api.patch(f"/dags/{DAG_ID}", json={"is_paused": False}).raise_for_status()
+            api.patch(f"/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
 
-    def wait_for_runs(self, run_ids: list[str], timeout: float) -> dict[str, dict]:
+    def trigger(self, dag_id: str, conf: dict) -> str:
+        """A manual run through the REST API (as the UI's Trigger button does); its run id."""
+        with self.api() as api:
+            body = api.post(f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf}).raise_for_status()
+        return body.json()["dag_run_id"]
+
+    def wait_for_runs(self, run_ids: list[str], timeout: float, dag_id: str = DAG_ID) -> dict[str, dict]:
         deadline = time.monotonic() + timeout
         while True:
             with self.api() as api:
-                runs = {r: api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(r)}").raise_for_status().json()
+                runs = {r: api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(r)}").raise_for_status().json()
                         for r in run_ids}  # fmt: skip
             if all(run["state"] in TERMINAL_RUN_STATES for run in runs.values()):
                 return runs
@@ -61,14 +67,14 @@ class AirflowStack:
                 f"{r}={run['state']}" for r, run in runs.items())
             time.sleep(5)
 
-    def task_states(self, run_id: str) -> dict[str, dict]:
+    def task_states(self, run_id: str, dag_id: str = DAG_ID) -> dict[str, dict]:
         with self.api() as api:
-            body = api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances").raise_for_status()
+            body = api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances").raise_for_status()
         return {ti["task_id"]: ti for ti in body.json()["task_instances"]}
 
-    def xcom(self, run_id: str, task_id: str):
+    def xcom(self, run_id: str, task_id: str, dag_id: str = DAG_ID):
         with self.api() as api:
-            response = api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}"
+            response = api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}"
                                "/xcomEntries/return_value", params={"deserialize": True, "stringify": False})  # fmt: skip
         return response.raise_for_status().json()["value"]
 
@@ -77,17 +83,18 @@ class AirflowStack:
             response = api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/links")
         return response.raise_for_status().json()["extra_links"]
 
-    def task_log(self, run_id: str, task_id: str, try_number: int = 1) -> str:
-        path = self.home / "logs" / f"dag_id={DAG_ID}" / f"run_id={run_id}" / f"task_id={task_id}"
+    def task_log(self, run_id: str, task_id: str, try_number: int = 1, dag_id: str = DAG_ID) -> str:
+        path = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}" / f"task_id={task_id}"
         return "\n".join(p.read_text(errors="replace") for p in sorted(path.glob(f"attempt={try_number}.log*")))
 
-    def failure_report(self, run_ids: list[str]) -> str:
+    def failure_report(self, run_ids: list[str], dag_id: str = DAG_ID) -> str:
         """The failed tasks' log tails, for an assertion message."""
         lines = []
         for run_id in run_ids:
-            for task_id, ti in self.task_states(run_id).items():
-                if ti["state"] == "failed":
-                    lines.append(f"--- {run_id} {task_id}\n{self.task_log(run_id, task_id, ti['try_number'])[-3000:]}")
+            for task_id, ti in self.task_states(run_id, dag_id).items():
+                if ti["state"] in ("failed", "upstream_failed"):
+                    log = self.task_log(run_id, task_id, ti["try_number"], dag_id)[-3000:]
+                    lines.append(f"--- {run_id} {task_id} {ti['state']}\n{log}")
         return "\n".join(lines)
 
 
@@ -127,7 +134,7 @@ def airflow_stack(tmp_path_factory):
         stack = AirflowStack(url=match.group(1), user=match.group(2), password=match.group(3), home=home, env=env,
                              emulator_url=emulator.group(1), output=output)  # fmt: skip
         assert match.group(1) == f"http://localhost:{port}"
-        _wait_for_dag(stack)
+        _wait_for_dag(stack, dag_ids=(DAG_ID, "mlscale_minimal", "mlscale_submit_and_sense"))
         yield stack
     finally:  # also when the setup fails: a stack left running would outlive the tests
         process.send_signal(signal.SIGTERM)
@@ -137,13 +144,14 @@ def airflow_stack(tmp_path_factory):
             process.kill()
 
 
-def _wait_for_dag(stack: AirflowStack, timeout: float = 180) -> None:
-    """The dag processor has parsed and serialized the DAG (a backfill or a trigger needs it)."""
+def _wait_for_dag(stack: AirflowStack, timeout: float = 180, dag_ids: tuple[str, ...] = (DAG_ID,)) -> None:
+    """The dag processor has parsed and serialized the DAGs (a backfill or a trigger needs them)."""
     deadline = time.monotonic() + timeout
     with stack.api() as api:
-        while api.get(f"/dags/{DAG_ID}").status_code != 200:
-            assert time.monotonic() < deadline, f"{DAG_ID} not parsed after {timeout:.0f} s"
-            time.sleep(2)
+        for dag_id in dag_ids:
+            while api.get(f"/dags/{dag_id}").status_code != 200:
+                assert time.monotonic() < deadline, f"{dag_id} not parsed after {timeout:.0f} s"
+                time.sleep(2)
 
 
 def emulator_client(stack: AirflowStack, service: str):

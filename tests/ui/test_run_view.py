@@ -12,7 +12,7 @@ from mlscale.ui.run_record import RunRecord, TaskRow
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
 XCOMS = {
     "stage_raw_data": {"etl_prefix": "s3://demo/mlscale/etl/run-1/"},
-    "quality": {"verdict": "passed", "report_uri": "s3://demo/q/report.html", "checks": ["row_count passed: 70000"],
+    "quality": {"verdict": "passed", "data_prefix": "s3://demo/mlscale/etl/run-1/", "report_uri": "s3://demo/q/report.html", "checks": ["row_count passed: 70000"],
                 "plots": ["s3://demo/q/label_balance.png"]},
     "shard": {"outputs": {"shards": "s3://demo/runs/1/shards/train/"}},
     "train": {"job_name": "job-1", "model_artifact": "s3://demo/models/job-1/output/model.tar.gz", "instance_count": 2,
@@ -27,11 +27,16 @@ XCOMS = {
     "deploy_endpoint": {"endpoint_name": "mlscale-digits", "sample_answer": "[[9.1, 0.2]]"},
     "deploy_edge": {"deployment_id": "dep-1", "devices": {"device-1": {"status": "SUCCEEDED", "answer": "0"}}},
 }  # fmt: skip
+OPERATORS = {"quality": "DataQualityOperator", "shard": "SageMakerProcessingScriptOperator",
+             "train": "SageMakerScriptTrainingOperator", "diagnose": "TrainingDiagnosisOperator",
+             "evaluate": "SageMakerBatchEvaluationOperator", "compile": "SageMakerNeoCompilationOperator",
+             "deploy_endpoint": "SageMakerEndpointDeployOperator", "deploy_edge": "GreengrassEdgeDeployOperator"}
 RECORD = RunRecord("mlscale_pipeline", "manual__1", "success", [
-    TaskRow("stage_raw_data", "success", T0, T0 + timedelta(seconds=2)),
-    TaskRow("train", "success", T0 + timedelta(seconds=10), T0 + timedelta(seconds=40)),
-    TaskRow("deploy_edge", "failed", T0 + timedelta(seconds=41), T0 + timedelta(seconds=50)),
-], XCOMS)  # fmt: skip
+    TaskRow("stage_raw_data", "success", T0, T0 + timedelta(seconds=2), "_PythonDecoratedOperator"),
+    TaskRow("train", "success", T0 + timedelta(seconds=10), T0 + timedelta(seconds=40), OPERATORS["train"]),
+    TaskRow("deploy_edge", "failed", T0 + timedelta(seconds=41), T0 + timedelta(seconds=50), OPERATORS["deploy_edge"]),
+] + [TaskRow(task, "success", None, None, name) for task, name in OPERATORS.items() if task not in ("train", "deploy_edge")],
+    XCOMS)  # fmt: skip
 
 
 def client() -> TestClient:
@@ -115,3 +120,22 @@ def test_nobody_signed_out_sees_a_run():
             assert response.status_code == 401, path
     finally:
         app.dependency_overrides[can_read_runs] = lambda: None
+
+
+def test_results_are_found_by_stage_kind_in_any_dag():
+    """A DAG of one's own, with task ids of its own: the view still finds the training and the endpoint."""
+    from mlscale.ui.page import render
+
+    record = RunRecord("my_dag", "manual__2", "success", [
+        TaskRow("submit", "success", T0, T0, "SageMakerScriptTrainingOperator"),
+        TaskRow("wait", "success", T0, T0, "TrainingJobSensor"),
+        TaskRow("serve", "success", T0, T0, "SageMakerEndpointDeployOperator"),
+    ], {"submit": {"job_name": "job-9", "status": "InProgress"},
+        "wait": {"job_name": "job-9", "status": "Completed", "final_metrics": {"test:accuracy": 0.97}},
+        "serve": {"endpoint_name": "my-endpoint", "sample_answer": "[[1]]"}})  # fmt: skip
+    assert record.stage("training")["final_metrics"] == {"test:accuracy": 0.97}  # the sensor completes the submit
+    page = render(record, lambda uri: uri)
+    assert "Training: job-9" in page and "test:accuracy" in page and "endpoint my-endpoint" in page
+    other = render(RunRecord("etl_only", "r", "success", [TaskRow("load", "success", T0, T0, "BashOperator")],
+                             {"load": {"rows": 1}}), lambda uri: uri)  # fmt: skip
+    assert "no mlscale stages" in other

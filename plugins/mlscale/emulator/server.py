@@ -34,9 +34,10 @@ def install_services() -> None:
 
 
 def shutdown_services() -> None:
-    from mlscale.emulator.sagemaker import endpoints, processing, training
+    from mlscale.emulator.sagemaker import endpoints, processing, training, transform
 
     endpoints.stop_all()
+    transform.stop_all()
     training.stop_all()
     processing.stop_all()
 

@@ -14,12 +14,12 @@ from airflow.providers.amazon.aws.hooks.sagemaker import Position, SageMakerHook
 class JobLogTail:
     """Streams `<job>/algo-N-<epoch>` in a log group such as /aws/sagemaker/TrainingJobs."""
 
-    def __init__(self, hook: SageMakerHook, log_group: str, job_name: str,
-                 positions: dict[str, tuple[int, int]] | None = None):  # fmt: skip
+    def __init__(self, hook: SageMakerHook, log_group: str, job_name: str, since_ms: int | None = None):
         self.hook = hook
         self.log_group = log_group
         self.job_name = job_name
-        self.positions: dict[str, Position] = {s: Position(*p) for s, p in (positions or {}).items()}
+        self.since_ms = since_ms or 0  # streams start here: a rescheduled sensor shows only the new lines
+        self.positions: dict[str, Position] = {}
 
     def _discover_streams(self) -> None:
         logs = self.hook.logs_hook.get_conn()
@@ -29,7 +29,7 @@ class JobLogTail:
             )
             for page in pages:
                 for stream in page["logStreams"]:
-                    self.positions.setdefault(stream["logStreamName"], Position(timestamp=0, skip=0))
+                    self.positions.setdefault(stream["logStreamName"], Position(timestamp=self.since_ms, skip=0))
         except logs.exceptions.ResourceNotFoundException:
             pass  # no log group until the first container writes
 
@@ -47,6 +47,3 @@ class JobLogTail:
             host = stream.split("/", 1)[-1].rsplit("-", 1)[0]
             lines.append(f"[{host}] {event['message']}")
         return lines
-
-    def serializable_positions(self) -> dict[str, list[int]]:
-        return {stream: [p.timestamp, p.skip] for stream, p in self.positions.items()}

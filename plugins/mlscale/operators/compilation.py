@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlscale.hooks.sagemaker_jobs import COMPILATION
+from mlscale.hooks.resources import COMPILATION
 from mlscale.links import CompilationJobLink
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.compilation import CompilationSpec
@@ -28,14 +28,3 @@ class SageMakerNeoCompilationOperator(SageMakerJobOperator):
         self.log.info("Creating compilation job %s for %s", job_name,
                       self.spec.target_device or self.spec.target_platform)  # fmt: skip
         self.hook.conn.create_compilation_job(**self.spec.request(job_name))
-
-    def _result(self, description: dict) -> dict[str, Any]:
-        output = description.get("OutputConfig", {})
-        return {
-            "job_name": description["CompilationJobName"],
-            "compiled_artifact": description.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
-            "target": output.get("TargetDevice") or output.get("TargetPlatform"),
-            "input_shapes": description.get("InputConfig", {}).get("DataInputConfig"),
-            "seconds": (description["CompilationEndTime"] - description["CompilationStartTime"]).total_seconds()
-            if description.get("CompilationEndTime") and description.get("CompilationStartTime") else None,
-        }  # fmt: skip

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
-from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
-from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowException
 
+from mlscale.hooks.resources import ENDPOINT
 from mlscale.links import EndpointLink
+from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.endpoint import EndpointSpec
 
 if TYPE_CHECKING:
@@ -22,49 +20,67 @@ if TYPE_CHECKING:
 VARIANT = "AllTraffic"
 
 
-class SageMakerEndpointDeployOperator(AwsBaseOperator[SageMakerHook]):
+class SageMakerEndpointDeployOperator(StageOperator):
     """Create the model and an endpoint config named after the artifact, then create or update the endpoint.
 
     An update is blue/green with the spec's traffic routing (all at once,
-    canary or linear), baking and rollback alarms. It waits for InService and
-    then checks that the endpoint really serves the new endpoint config: a
-    failed or rolled-back update also ends InService,
-    and fails the task with the reason. Then it registers Application Auto
-    Scaling target tracking on SageMakerVariantInvocationsPerInstance and sends
-    the sample request. XCom: endpoint, config, variant, scaling policy, the
-    sample's answer.
+    canary or linear), baking and rollback alarms. The wait for InService is
+    deferred like every stage's (RollingBack is not an end); then it checks
+    that the endpoint really serves the new endpoint config (a failed or
+    rolled-back update also ends InService) and fails the task with the
+    reason. Then it registers Application Auto Scaling target tracking on
+    SageMakerVariantInvocationsPerInstance and sends the sample request.
+    XCom: endpoint, config, variant, scaling policy, the sample's answer.
+
+    A retry finds the model and config by name and the endpoint in whatever
+    state it is: it waits again instead of updating twice. Killing the task
+    while the endpoint is created deletes it; SageMaker has no call to cancel
+    an update, which completes or rolls back by its DeploymentConfig. With
+    `wait_for_completion=False` the task ends once the create or update is
+    accepted (XCom: endpoint_name, endpoint_config); autoscaling and the smoke
+    test need InService, so they are then left to the DAG
+    (EndpointSensor waits for it).
     """
 
     aws_hook_class = SageMakerHook
     operator_extra_links = (EndpointLink(),)
-    template_fields: Sequence[str] = (*aws_template_fields(), "spec", "poll_interval")
     ui_color = "#c9daf8"
 
     def __init__(self, *, spec: EndpointSpec, poll_interval: float = 15, **kwargs: Any):
-        super().__init__(**kwargs)
-        self.spec, self.poll_interval = spec, poll_interval
+        super().__init__(spec=spec, poll_interval=poll_interval, **kwargs)
 
-    def execute(self, context: Context) -> dict[str, Any]:
+    def _config_name(self) -> str:
         spec = self.spec
-        spec.validate()
-        sagemaker = self.hook.conn
         digest = hashlib.sha256(f"{spec.model_artifact}|{spec.instance_type}|{spec.instance_count}".encode()).hexdigest()[:8]
-        model_name = config_name = f"{spec.endpoint_name[:54]}-{digest}"
-        self._ensure_model(model_name)
-        self._ensure_config(config_name, model_name)
-        existing = self._describe_or_none()
-        if existing is None:
-            self.log.info("Creating endpoint %s with %s", spec.endpoint_name, config_name)
-            sagemaker.create_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name)
-        elif existing["EndpointConfigName"] != config_name:
-            self.log.info("Updating endpoint %s: %s -> %s", spec.endpoint_name, existing["EndpointConfigName"], config_name)
-            sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name,
-                                      DeploymentConfig=spec.deployment_config())  # fmt: skip
-        EndpointLink.persist_for(context, self, endpoint_name=spec.endpoint_name)
-        final = self._wait()
-        if final["EndpointStatus"] != "InService":
-            raise AirflowException(f"Endpoint {spec.endpoint_name} is {final['EndpointStatus']}: "
-                                   f"{final.get('FailureReason', 'no reason given')}")  # fmt: skip
+        return f"{spec.endpoint_name[:54]}-{digest}"
+
+    def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
+        spec, sagemaker = self.spec, self.hook.conn
+        config_name = self._config_name()  # the model and the config share it
+        if settled is None:
+            self._ensure_model(config_name)
+            self._ensure_config(config_name, config_name)
+            EndpointLink.persist_for(context, self, endpoint_name=spec.endpoint_name)
+            existing = ENDPOINT.describe_or_none(sagemaker, spec.endpoint_name)
+            if existing is None:
+                self.log.info("Creating endpoint %s with %s", spec.endpoint_name, config_name)
+                sagemaker.create_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name)
+                return Wait(ENDPOINT, spec.endpoint_name)
+            status = ENDPOINT.status(existing)
+            if status in ENDPOINT.failed:
+                raise AirflowException(f"Endpoint {spec.endpoint_name} is {status} "
+                                       f"({existing.get('FailureReason', 'no reason given')}): delete it to deploy "
+                                       "again; SageMaker updates only InService endpoints")  # fmt: skip
+            if not ENDPOINT.settled(existing):
+                self.log.info("Endpoint %s is %s; waiting for it.", spec.endpoint_name, status)
+                return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False)
+            if existing["EndpointConfigName"] != config_name:
+                self.log.info("Updating endpoint %s: %s -> %s", spec.endpoint_name, existing["EndpointConfigName"],
+                              config_name)  # fmt: skip
+                sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name,
+                                          DeploymentConfig=spec.deployment_config())  # fmt: skip
+                return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False)
+        final = ENDPOINT.describe(sagemaker, spec.endpoint_name)
         if final["EndpointConfigName"] != config_name:
             raise AirflowException(f"Endpoint {spec.endpoint_name} still serves {final['EndpointConfigName']}, not "
                                    f"{config_name}: the update failed or rolled back "
@@ -73,6 +89,9 @@ class SageMakerEndpointDeployOperator(AwsBaseOperator[SageMakerHook]):
         answer = self._smoke_test()
         return {"endpoint_name": spec.endpoint_name, "endpoint_config": config_name, "variant": VARIANT,
                 "scaling_policy": policy, "sample_answer": answer}  # fmt: skip
+
+    def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
+        return {"endpoint_name": self.spec.endpoint_name, "endpoint_config": self._config_name()}
 
     def _ensure_model(self, name: str) -> None:
         sagemaker = self.hook.conn
@@ -91,28 +110,9 @@ class SageMakerEndpointDeployOperator(AwsBaseOperator[SageMakerHook]):
                 "VariantName": VARIANT, "ModelName": model_name, "InstanceType": self.spec.instance_type,
                 "InitialInstanceCount": self.spec.instance_count, "InitialVariantWeight": 1.0}])  # fmt: skip
 
-    def _describe_or_none(self) -> dict | None:
-        try:
-            return self.hook.conn.describe_endpoint(EndpointName=self.spec.endpoint_name)
-        except self.hook.conn.exceptions.ClientError as error:
-            if "Could not find" in str(error):
-                return None
-            raise
-
-    def _wait(self) -> dict:
-        while True:
-            described = self.hook.conn.describe_endpoint(EndpointName=self.spec.endpoint_name)
-            if described["EndpointStatus"] not in ("Creating", "Updating", "SystemUpdating"):
-                return described
-            self.log.info("Endpoint %s is %s", self.spec.endpoint_name, described["EndpointStatus"])
-            time.sleep(float(self.poll_interval))
-
     def _autoscale(self) -> str:
-        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-
         spec = self.spec
-        scaling = AwsBaseHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                              config=self.botocore_config, client_type="application-autoscaling").get_conn()  # fmt: skip
+        scaling = self.aws_client("application-autoscaling")
         resource = f"endpoint/{spec.endpoint_name}/variant/{VARIANT}"
         scaling.register_scalable_target(ServiceNamespace="sagemaker", ResourceId=resource,
                                          ScalableDimension="sagemaker:variant:DesiredInstanceCount",
@@ -132,10 +132,7 @@ class SageMakerEndpointDeployOperator(AwsBaseOperator[SageMakerHook]):
     def _smoke_test(self) -> str | None:
         if not self.spec.sample_body:
             return None
-        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-
-        runtime = AwsBaseHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                              config=self.botocore_config, client_type="sagemaker-runtime").get_conn()  # fmt: skip
+        runtime = self.aws_client("sagemaker-runtime")
         body = self.spec.sample_body
         if not isinstance(body, (str, bytes)):  # a native-rendered template gives back a list
             body = json.dumps(body)

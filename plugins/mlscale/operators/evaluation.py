@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from mlscale.hooks.sagemaker_jobs import TRANSFORM
+from mlscale.hooks.resources import TRANSFORM
 from mlscale.links import TransformJobLink
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.evaluation import EvaluationSpec
@@ -43,13 +43,11 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
         sagemaker.create_transform_job(**self.spec.transform_request(job_name, job_name))
 
     def _result(self, description: dict) -> dict[str, Any]:
-        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
-
         from mlscale.evaluation.gate import decide
+        from mlscale.hooks.s3_objects import put_object
         from mlscale.evaluation.metrics import classification_metrics, confusion_png, parse_predictions
 
-        s3 = S3Hook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                    config=self.botocore_config)  # fmt: skip
+        s3 = self.s3_hook()
         predictions, labels = self._read_outputs(s3, parse_predictions)
         metrics = classification_metrics(labels, predictions)
         base = self.spec.output_uri.rstrip("/")
@@ -59,8 +57,8 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
                           float(self.spec.champion_tolerance), self.spec.manual_approval)  # fmt: skip
         report = {"metrics": metrics, "gate": decision.to_dict(), "champion": {"arn": champion_arn, "value": champion},
                   "model_artifact": self.spec.model_artifact, "transform_job": description["TransformJobName"]}  # fmt: skip
-        self._put(s3, evaluation_uri, json.dumps(report, indent=2).encode(), "application/json")
-        self._put(s3, matrix_uri, confusion_png(metrics), "image/png")
+        put_object(s3, evaluation_uri, json.dumps(report, indent=2).encode(), "application/json")
+        put_object(s3, matrix_uri, confusion_png(metrics), "image/png")
         package_arn = self._register(evaluation_uri, decision.status, description)
         for reason in decision.reasons:
             self.log.info("gate: %s", reason)
@@ -128,8 +126,3 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
                                     "SupportedResponseMIMETypes": [self.spec.accept]},
             ModelMetrics={"ModelQuality": {"Statistics": {"ContentType": "application/json", "S3Uri": evaluation_uri}}},
         )["ModelPackageArn"]  # fmt: skip
-
-    @staticmethod
-    def _put(s3, uri: str, body: bytes, content_type: str) -> None:
-        bucket, key = s3.parse_s3_url(uri)
-        s3.get_conn().put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from mlscale.hooks.sagemaker_jobs import PROCESSING
+from mlscale.hooks.resources import PROCESSING
 from mlscale.links import ProcessingJobLink
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.processing import ProcessingSpec, build_processing_request
@@ -28,27 +28,14 @@ class SageMakerProcessingScriptOperator(SageMakerJobOperator):
         super().__init__(spec=spec, **kwargs)
 
     def _create_job(self, job_name: str, region: str) -> None:
-        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
-
         from mlscale.hooks.sourcedir import upload_if_missing
 
         script = Path(self.spec.script).read_bytes()
         digest = hashlib.sha256(script).hexdigest()[:16]
         code_uri = f"{self.spec.code_location.rstrip('/')}/{digest}/{Path(self.spec.script).name}"
-        s3 = S3Hook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                    config=self.botocore_config)  # fmt: skip
+        s3 = self.s3_hook()
         upload_if_missing(s3, script, code_uri)
         request = build_processing_request(self.spec, job_name=job_name, code_uri=code_uri)
         self.log.info("Creating processing job %s: %s x %s running %s %s", job_name, self.spec.instance_count,
                       self.spec.instance_type, Path(self.spec.script).name, " ".join(map(str, self.spec.arguments)))  # fmt: skip
         self.hook.conn.create_processing_job(**request)
-
-    def _result(self, description: dict) -> dict[str, Any]:
-        outputs = (description.get("ProcessingOutputConfig") or {}).get("Outputs", [])
-        return {
-            "job_name": description["ProcessingJobName"],
-            "job_arn": description["ProcessingJobArn"],
-            "status": description["ProcessingJobStatus"],
-            "outputs": {o["OutputName"]: o["S3Output"]["S3Uri"] for o in outputs},
-            "exit_message": description.get("ExitMessage"),
-        }

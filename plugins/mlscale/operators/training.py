@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from mlscale.hooks.sagemaker_jobs import TRAINING
+from mlscale.hooks.resources import TRAINING
 from mlscale.links import TrainingJobLink
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.training import TrainingSpec, build_training_request
-
-if TYPE_CHECKING:
-    from airflow.sdk import Context
 
 
 class SageMakerScriptTrainingOperator(SageMakerJobOperator):
     """Start a script-mode training job from a TrainingSpec and wait for its end.
 
-    Naming, reattach-on-retry, deferral and failures: see SageMakerJobOperator.
+    Naming, reattach-on-retry: SageMakerJobOperator; waiting, failures, kills: StageOperator.
     Returns (XCom) the job name, model artifact URI, final metrics and billable seconds.
 
     :param spec: the job; see mlscale.specs.TrainingSpec. Validated before any AWS call.
     :param job_name: explicit base name instead of the derived one.
+    :param wait_for_completion: False ends the task once the job is created
+        (XCom: job_name); mlscale.sensors.TrainingJobSensor then waits for it.
     :param deferrable: wait in the triggerer (default: True unless
         `[operators] default_deferrable` says otherwise).
     :param poll_interval: seconds between DescribeTrainingJob calls.
@@ -35,16 +34,13 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
         super().__init__(spec=spec, **kwargs)
 
     def _create_job(self, job_name: str, region: str) -> None:
-        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
-
         from mlscale.hooks.sourcedir import pack_source_dir, upload_if_missing
         from mlscale.images import training_image_uri
 
         image_uri = training_image_uri(self.spec, region)
         archive, content_hash = pack_source_dir(self.spec.source_dir)
         sourcedir_uri = self.spec.sourcedir_uri(content_hash)
-        s3 = S3Hook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                    config=self.botocore_config)  # fmt: skip
+        s3 = self.s3_hook()
         if upload_if_missing(s3, archive, sourcedir_uri):
             self.log.info("Uploaded source dir %s to %s", self.spec.source_dir, sourcedir_uri)
         request = build_training_request(
@@ -53,16 +49,3 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
         self.log.info("Creating training job %s: %s x %s, image %s", job_name, self.spec.instance_count,
                       self.spec.instance_type, image_uri)  # fmt: skip
         self.hook.conn.create_training_job(**request)
-
-    def _result(self, description: dict) -> dict[str, Any]:
-        return {
-            "job_name": description["TrainingJobName"],
-            "job_arn": description["TrainingJobArn"],
-            "status": description["TrainingJobStatus"],
-            "instance_count": description["ResourceConfig"]["InstanceCount"],
-            "instance_type": description["ResourceConfig"]["InstanceType"],
-            "model_artifact": description.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
-            "final_metrics": {m["MetricName"]: m["Value"] for m in description.get("FinalMetricDataList", [])},
-            "billable_seconds": description.get("BillableTimeInSeconds"),
-            "training_seconds": description.get("TrainingTimeInSeconds"),
-        }

@@ -1,10 +1,14 @@
 """Typed specs: what a stage needs, validated before any AWS call, turned into requests by pure functions."""
 
 from mlscale.specs.compilation import CompilationSpec
+from mlscale.specs.diagnosis import DiagnosisSpec
+from mlscale.specs.edge import EdgeDeploymentSpec
 from mlscale.specs.endpoint import EndpointSpec
 from mlscale.specs.errors import SpecError
 from mlscale.specs.evaluation import EvaluationSpec
+from mlscale.specs.fsx import FSxLustreSpec
+from mlscale.specs.quality import QualitySpec
 from mlscale.specs.processing import ProcessingInput, ProcessingOutput, ProcessingSpec
 from mlscale.specs.training import FileSystemChannel, InputChannel, TrainingSpec
 
-__all__ = ["CompilationSpec", "EndpointSpec", "EvaluationSpec", "FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "SpecError", "TrainingSpec"]
+__all__ = ["CompilationSpec", "DiagnosisSpec", "EdgeDeploymentSpec", "EndpointSpec", "EvaluationSpec", "FSxLustreSpec", "FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "QualitySpec", "SpecError", "TrainingSpec"]

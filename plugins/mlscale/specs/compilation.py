@@ -8,6 +8,7 @@ from functools import cache
 from typing import Any
 
 from mlscale.specs import rules
+from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.rules import require
 
 
@@ -35,8 +36,9 @@ class CompilationSpec:
     template_fields = ("model_artifact", "role_arn", "output_uri", "input_shapes", "target_device")
 
     def validate(self) -> None:
+        coerce_fields(self)
         rules.s3_uri(self.model_artifact, "model_artifact")
-        require(bool(rules.ROLE_ARN.match(self.role_arn or "")), "role_arn", "must be an IAM role ARN", self.role_arn)
+        rules.role_arn(self.role_arn)
         rules.s3_uri(self.output_uri, "output_uri")
         require(self.framework in _enum("Framework"), "framework", f"must be one of {_enum('Framework')}",
                 self.framework)  # fmt: skip

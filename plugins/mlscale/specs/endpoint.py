@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlscale.specs import rules
+from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.rules import require
 
 
@@ -36,10 +37,11 @@ class EndpointSpec:
                        "instance_count", "wait_seconds", "sample_body")  # fmt: skip
 
     def validate(self) -> None:
+        coerce_fields(self)
         require(bool(rules.NAME.match(self.endpoint_name or "")), "endpoint_name",
                 "must be 1-63 letters, digits and '-'", self.endpoint_name)  # fmt: skip
         rules.s3_uri(self.model_artifact, "model_artifact")
-        require(bool(rules.ROLE_ARN.match(self.role_arn or "")), "role_arn", "must be an IAM role ARN", self.role_arn)
+        rules.role_arn(self.role_arn)
         require(bool(self.image_uri), "image_uri", "is required (the inference container image)")
         require(bool(rules.INSTANCE_TYPE.match(self.instance_type or "")), "instance_type",
                 "must look like ml.<family>.<size>", self.instance_type)  # fmt: skip

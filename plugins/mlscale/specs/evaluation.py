@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlscale.specs import rules
+from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.rules import require
 
 METRICS = {"accuracy": "classification", "macro_f1": "classification", "r2": "regression"}
@@ -36,9 +37,10 @@ class EvaluationSpec:
                        "model_package_group", "min_value", "champion_tolerance", "instance_type", "instance_count")  # fmt: skip
 
     def validate(self) -> None:
+        coerce_fields(self)
         rules.s3_uri(self.model_artifact, "model_artifact")
         require(str(self.model_artifact).endswith(".tar.gz"), "model_artifact", "must be a model.tar.gz", self.model_artifact)
-        require(bool(rules.ROLE_ARN.match(self.role_arn or "")), "role_arn", "must be an IAM role ARN", self.role_arn)
+        rules.role_arn(self.role_arn)
         require(bool(self.image_uri), "image_uri", "is required (the inference container image)")
         for name in ("features_uri", "labels_uri", "output_uri"):
             rules.s3_uri(getattr(self, name), name)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mlscale.specs import rules
+from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.rules import require
 
 LOCAL_ROOT = "/opt/ml/processing/"
@@ -52,11 +53,11 @@ class ProcessingSpec:
                        "instance_type", "instance_count", "environment", "tags")  # fmt: skip
 
     def validate(self, check_files: bool = True) -> None:
+        coerce_fields(self)
         require(self.script.endswith(".py"), "script", "must be a .py file", self.script)
         if check_files:
             require(Path(self.script).is_file(), "script", "must be an existing file", self.script)
-        require(bool(rules.ROLE_ARN.match(self.role_arn or "")), "role_arn",
-                "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)", self.role_arn)  # fmt: skip
+        rules.role_arn(self.role_arn)
         require(bool(self.image_uri), "image_uri", "is required (the processing container image)")
         rules.s3_uri(self.code_location, "code_location")
         require(isinstance(self.arguments, list), "arguments", "must be a list", self.arguments)

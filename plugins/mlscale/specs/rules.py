@@ -19,6 +19,11 @@ def require(condition: bool, field: str, rule: str, value: Any = None) -> None:
         raise SpecError(field, rule, value)
 
 
+def role_arn(value: Any, field: str = "role_arn") -> None:
+    require(isinstance(value, str) and bool(ROLE_ARN.match(value)), field,
+            "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)", value)  # fmt: skip
+
+
 def s3_uri(value: Any, field: str) -> None:
     require(isinstance(value, str) and bool(S3_URI.match(value)), field,
             "must be an s3://bucket/prefix URI", value)  # fmt: skip

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from mlscale.specs import rules
+from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.errors import SpecError
 from mlscale.specs.rules import require
 
@@ -121,6 +122,7 @@ class TrainingSpec:
 
     def validate(self, check_files: bool = True) -> None:
         """Raise SpecError for the first broken rule. No AWS call is made."""
+        coerce_fields(self)
         require(bool(self.entry_point), "entry_point", "is required")
         require(self.entry_point.endswith((".py", ".sh")), "entry_point", "must be a .py or .sh file",
                 self.entry_point)  # fmt: skip
@@ -128,8 +130,7 @@ class TrainingSpec:
             require(Path(self.source_dir).is_dir(), "source_dir", "must be an existing directory", self.source_dir)
             require((Path(self.source_dir) / self.entry_point).is_file(), "entry_point",
                     f"must be a file inside source_dir {self.source_dir}", self.entry_point)  # fmt: skip
-        require(bool(rules.ROLE_ARN.match(self.role_arn or "")), "role_arn",
-                "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)", self.role_arn)  # fmt: skip
+        rules.role_arn(self.role_arn)
         rules.s3_uri(self.output_path, "output_path")
         if self.code_location is not None:
             rules.s3_uri(self.code_location, "code_location")

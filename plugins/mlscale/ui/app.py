@@ -50,7 +50,7 @@ def run_page(dag_id: str = Query(...), run_id: str = Query(...), conn_id: str = 
     record = load(dag_id, run_id)
     if record is None:
         raise HTTPException(404, f"no run {run_id} of {dag_id}")
-    job = (record.xcoms.get("train") or {}).get("job_name")
+    job = record.stage("training").get("job_name")
     if job:
         try:
             record.curves = metric_series(*read_log(job, conn_id))

@@ -39,16 +39,17 @@ def _image(artifact: Callable[[str], str], uri: str | None, alt: str) -> str:
     return f"<img src='{_e(artifact(uri))}' alt='{_e(alt)}'>" if uri else ""
 
 
-def lineage(x: dict[str, Any]) -> str:
+def lineage(record: RunRecord) -> str:
+    outputs = record.stage("processing").get("outputs") or {}
     steps = [
-        ("data", (x.get("stage_raw_data") or {}).get("etl_prefix")),
-        ("shards", ((x.get("shard") or {}).get("outputs") or {}).get("shards")),
-        ("training job", (x.get("train") or {}).get("job_name")),
-        ("model", (x.get("train") or {}).get("model_artifact")),
-        ("model package", (x.get("evaluate") or {}).get("model_package_arn")),
-        ("compiled", (x.get("compile") or {}).get("compiled_artifact")),
-        ("endpoint", (x.get("deploy_endpoint") or {}).get("endpoint_name")),
-        ("edge deployment", (x.get("deploy_edge") or {}).get("deployment_id")),
+        ("data", record.stage("quality").get("data_prefix")),
+        ("shards", outputs.get("shards") or next(iter(outputs.values()), None)),
+        ("training job", record.stage("training").get("job_name")),
+        ("model", record.stage("training").get("model_artifact")),
+        ("model package", record.stage("evaluation").get("model_package_arn")),
+        ("compiled", record.stage("compilation").get("compiled_artifact")),
+        ("endpoint", record.stage("endpoint").get("endpoint_name")),
+        ("edge deployment", record.stage("edge").get("deployment_id")),
     ]
     return "<div class='lineage'>" + " &rarr; ".join(
         f"<span><b>{_e(name)}</b><br>{_e(value)}</span>" for name, value in steps if value) + "</div>"  # fmt: skip
@@ -56,11 +57,13 @@ def lineage(x: dict[str, Any]) -> str:
 
 def render(record: RunRecord, artifact: Callable[[str], str]) -> str:
     """The page; `artifact(uri)` gives the URL that serves an S3 object of this run."""
-    x = record.xcoms
-    quality = x.get("quality") or record.extra.get("quality.quality") or {}
-    train, diagnosis, evaluation = x.get("train") or {}, x.get("diagnose") or {}, x.get("evaluate") or {}
+    failed_quality = [v for k, v in record.extra.items() if k.endswith(".quality") and isinstance(v, dict)]
+    quality = record.stage("quality") or (failed_quality[0] if failed_quality else {})
+    train, diagnosis, evaluation = record.stage("training"), record.stage("diagnosis"), record.stage("evaluation")
     parts = [f"<h1>mlscale run {_e(record.dag_id)} / {_e(record.run_id)}: {_e(record.state)}</h1>",
-             "<h2>Stages</h2>", timeline(record), "<h2>Lineage</h2>", lineage(x)]  # fmt: skip
+             "<h2>Stages</h2>", timeline(record), "<h2>Lineage</h2>", lineage(record)]  # fmt: skip
+    if not record.has_stages():
+        parts.append("<p>This DAG run has no mlscale stages: nothing more to show.</p>")
     if quality:
         checks = "".join(f"<li>{_e(c)}</li>" for c in quality.get("checks", []))
         plots = "".join(_image(artifact, p, p.rsplit("/", 1)[-1]) for p in quality.get("plots", []))
@@ -90,11 +93,11 @@ def render(record: RunRecord, artifact: Callable[[str], str]) -> str:
                   f"{_e(metrics.get('samples'))} records; {_e('; '.join(evaluation.get('reasons', [])))}</p>",
                   _image(artifact, evaluation.get("confusion_matrix_uri"), "confusion matrix"),
                   f"<p>model package {_e(evaluation.get('model_package_arn'))}</p>"]  # fmt: skip
-    edge = x.get("deploy_edge") or {}
-    if x.get("deploy_endpoint") or edge:
+    edge, endpoint = record.stage("edge"), record.stage("endpoint")
+    if endpoint or edge:
         devices = "".join(f"<li>{_e(t)}: {_e(d.get('status'))}, answer {_e(d.get('answer'))}</li>"
                           for t, d in sorted((edge.get("devices") or {}).items()))  # fmt: skip
         parts += ["<h2>Deployment</h2>",
-                  f"<p>endpoint {_e((x.get('deploy_endpoint') or {}).get('endpoint_name'))}: "
-                  f"{_e((x.get('deploy_endpoint') or {}).get('sample_answer'))}</p>", f"<ul>{devices}</ul>"]  # fmt: skip
+                  f"<p>endpoint {_e(endpoint.get('endpoint_name'))}: {_e(endpoint.get('sample_answer'))}</p>",
+                  f"<ul>{devices}</ul>"]  # fmt: skip
     return f"<!doctype html><html><head><meta charset='utf-8'><title>mlscale run</title><style>{STYLE}</style></head><body>{''.join(parts)}</body></html>"

@@ -95,6 +95,15 @@ def _response_create_file_system(self):
     return json.dumps({"FileSystem": file_system.to_dict()})
 
 
+def _response_describe_file_systems(self):
+    """As FSx answers: asking for an id that does not exist is FileSystemNotFound, not an empty list."""
+    wanted = json.loads(self.body).get("FileSystemIds") or []
+    missing = [fs for fs in wanted if fs not in self.fsx_backend.file_systems]
+    if missing:
+        return _error(self, FSxError("FileSystemNotFound", f"File system {missing[0]} was not found"))
+    return _moto_describe_file_systems(self)
+
+
 def _response_delete_file_system(self):
     file_system_id = json.loads(self.body).get("FileSystemId")
     result = _moto_delete_file_system(self)
@@ -205,7 +214,8 @@ def _run_task(task: RepositoryTask, region: str) -> None:
                 _import(association, region, task)
             elif task.type == "EXPORT_TO_REPOSITORY":
                 _export(association, region, task)
-        task.lifecycle = "SUCCEEDED"
+        if task.lifecycle == "EXECUTING":  # not CANCELED meanwhile
+            task.lifecycle = "SUCCEEDED"
     except Exception as error:  # the service reports the reason on the task
         task.lifecycle, task.failure = "FAILED", str(error)
     task.end = time.time()
@@ -239,6 +249,17 @@ def create_data_repository_task(self):
     return json.dumps({"DataRepositoryTask": task.to_dict()})
 
 
+def cancel_data_repository_task(self):
+    """CancelDataRepositoryTask: files already imported stay; the task ends CANCELED."""
+    task = _tasks.get(json.loads(self.body).get("TaskId", ""))
+    if task is None:
+        return _error(self, FSxError("DataRepositoryTaskNotFound", "No task found for the given id"))
+    if task.lifecycle not in ("PENDING", "EXECUTING"):
+        return _error(self, FSxError("DataRepositoryTaskEnded", f"Task {task.task_id} is {task.lifecycle}"))
+    task.lifecycle, task.end = "CANCELED", time.time()
+    return json.dumps({"Lifecycle": "CANCELING", "TaskId": task.task_id})
+
+
 def describe_data_repository_tasks(self):
     params = json.loads(self.body)
     wanted = params.get("TaskIds")
@@ -254,6 +275,7 @@ def describe_data_repository_tasks(self):
 _moto_to_dict = fsx_models.FileSystem.to_dict
 _moto_create_file_system = fsx_responses.FSxResponse.create_file_system
 _moto_delete_file_system = fsx_responses.FSxResponse.delete_file_system
+_moto_describe_file_systems = fsx_responses.FSxResponse.describe_file_systems
 
 
 def install() -> None:
@@ -261,7 +283,8 @@ def install() -> None:
     response = fsx_responses.FSxResponse
     response.create_file_system = _response_create_file_system
     response.delete_file_system = _response_delete_file_system
+    response.describe_file_systems = _response_describe_file_systems
     for handler in (create_data_repository_association, describe_data_repository_associations,
                     delete_data_repository_association, create_data_repository_task,
-                    describe_data_repository_tasks):  # fmt: skip
+                    cancel_data_repository_task, describe_data_repository_tasks):  # fmt: skip
         setattr(response, handler.__name__, handler)

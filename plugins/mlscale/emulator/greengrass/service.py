@@ -190,6 +190,19 @@ def get_deployment(request, full_url, headers):
     return _json(200, {k: v for k, v in _deployments[deployment_id].items() if not k.startswith("_")})
 
 
+def cancel_deployment(request, full_url, headers):
+    """CancelDeployment: devices not yet reached are CANCELED; a device already installing finishes."""
+    deployment_id = unquote(urlparse(full_url).path.rstrip("/").split("/")[-2])
+    with _lock:
+        deployment = _deployments.get(deployment_id)
+        if deployment is None:
+            return _error(404, "ResourceNotFoundException", f"Deployment {deployment_id} not found")
+        if deployment["deploymentStatus"] != "ACTIVE":
+            return _error(409, "ConflictException", f"Deployment {deployment_id} is {deployment['deploymentStatus']}")
+        deployment["deploymentStatus"] = "CANCELED"
+    return _json(200, {"message": f"Deployment {deployment_id} canceled"})
+
+
 def _record(thing: str, deployment: dict, status: str, reason: str = "") -> None:
     with _lock:
         history = _device_history.setdefault(thing, [])
@@ -217,6 +230,10 @@ def _run_deployment(deployment: dict, region: str) -> None:
     failed = executed = 0
     for index, device in enumerate(devices):
         thing = device["coreDeviceThingName"]
+        if deployment["deploymentStatus"] == "CANCELED":  # CancelDeployment: the rest never start
+            for rest in devices[index:]:
+                _record(rest["coreDeviceThingName"], deployment, "CANCELED", "the deployment was canceled")
+            return
         _record(thing, deployment, "IN_PROGRESS")
         platform = {"os": device["platform"], "architecture": device["architecture"]}
         wanted = [(_components[(n, s["componentVersion"])]["recipe"], s.get("configurationUpdate"))
@@ -243,7 +260,9 @@ def _run_deployment(deployment: dict, region: str) -> None:
                 _record(rest["coreDeviceThingName"], deployment, "CANCELED", "the deployment's abort criteria tripped")
             deployment["deploymentStatus"] = "CANCELED"
             return
-    deployment["deploymentStatus"] = "COMPLETED"
+    with _lock:
+        if deployment["deploymentStatus"] == "ACTIVE":
+            deployment["deploymentStatus"] = "COMPLETED"
 
 
 def _abort(criteria: list[dict], failed: int, executed: int, total: int) -> bool:
@@ -261,6 +280,7 @@ ROUTES = {
     "{0}/greengrass/v2/components/(?P<arn>[^/]+)/metadata$": describe_component,
     "{0}/greengrass/v2/deployments$": create_deployment,
     "{0}/greengrass/v2/deployments/(?P<deploymentId>[^/]+)$": get_deployment,
+    "{0}/greengrass/v2/deployments/(?P<deploymentId>[^/]+)/cancel$": cancel_deployment,
     "{0}/greengrass/v2/coreDevices$": list_core_devices,
     "{0}/greengrass/v2/coreDevices/(?P<thing>[^/]+)/effectiveDeployments$": list_effective_deployments,
 }

@@ -56,6 +56,13 @@ _moto_create = sm_models.SageMakerModelBackend.create_transform_job
 _moto_response_create = sm_responses.SageMakerResponse.create_transform_job
 
 
+def stop_all() -> None:
+    """Stop every running transform job (the server is shutting down)."""
+    for run in list(_runs.values()):
+        if run.job.transform_job_status == "InProgress":
+            run.stop()
+
+
 def install() -> None:
     sm_models.FakeTransformJob = EmulatedTransformJob
     sm_models.SageMakerModelBackend.create_transform_job = _create

@@ -7,7 +7,8 @@ pipeline resizes them once before training rather than every epoch.
     s3://<bucket>/<prefix>/dt=YYYY-MM-DD/part-00000.parquet
     columns: record_id string, label int64, pixels binary (256 bytes, 16x16 uint8, row-major)
 
-Runs anywhere with numpy, pyarrow and scikit-learn; imports nothing from mlscale.
+It stands in for the upstream systems that write raw data; it runs in the Airflow worker (numpy, pyarrow,
+scikit-learn), not in a job.
 """
 
 from __future__ import annotations

@@ -1,0 +1,235 @@
+"""Every kind of AWS resource a stage waits on, described as data: how to describe it, read its status, tell
+success from failure, find the service's reason, and stop it.
+
+Like a botocore waiter's JSON (an operation, a status path, acceptors), but one table for all the stages:
+the trigger, the sensors and the operators' waits read it, so no stage writes its own polling loop. A kind
+is looked up by name, which is what a serialized trigger carries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+Client = Any  # a boto3 client of the kind's service
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    name: str  # the registry key: "training", "endpoint", "fsx_task"
+    noun: str  # for messages: "training job"
+    service: str  # the boto3 client type
+    describe: Callable[[Client, str], dict]
+    status: Callable[[dict], str]
+    succeeded: tuple[str, ...]
+    failed: tuple[str, ...]
+    reason: Callable[[dict], str | None] = lambda description: description.get("FailureReason")
+    stop: Callable[[Client, str], None] | None = None  # what on_kill calls; None: the service has no stop
+    not_found_codes: tuple[str, ...] = ("ResourceNotFound", "ResourceNotFoundException")
+    log_group: str | None = None  # CloudWatch log group streamed into the task log while it waits
+    name_key: str = ""  # the describe answer's name field (progress lines)
+    status_key: str = ""
+    summary: Callable[[dict], dict] = lambda description: {}  # small JSON (a sensor's XCom)
+
+    def settled(self, description: dict) -> bool:
+        return self.status(description) in self.succeeded + self.failed
+
+    def describe_or_none(self, client: Client, resource_id: str) -> dict | None:
+        try:
+            return self.describe(client, resource_id)
+        except ClientError as error:
+            info = error.response.get("Error", {})
+            # SageMaker jobs and endpoints answer ValidationException "Could not find ..."
+            if info.get("Code") in self.not_found_codes or (
+                info.get("Code") in ("ValidationException", "ValidationError")
+                and "find" in info.get("Message", "").lower()
+            ):
+                return None
+            raise
+
+    def event(self, resource_id: str, description: dict) -> dict[str, Any]:
+        """The trigger's event for a settled resource (also what an operator's own wait returns)."""
+        status = self.status(description)
+        return {"status": "success" if status in self.succeeded else "failed", "kind": self.name,
+                "resource_id": resource_id, "state": status, "reason": self.reason(description)}  # fmt: skip
+
+
+def failure_message(event: dict[str, Any]) -> str:
+    """What a failed wait says: the resource, its end state and the service's reason."""
+    kind = KINDS[event["kind"]]
+    if event["status"] == "error":
+        return f"Waiting for {kind.noun} {event['resource_id']} failed: {event.get('reason')}"
+    reason = event.get("reason") or "no reason given"
+    if event["state"].lower() == "failed":
+        return f"{kind.noun.capitalize()} {event['resource_id']} failed: {reason}"
+    return f"{kind.noun.capitalize()} {event['resource_id']} ended {event['state']}: {reason}"
+
+
+# -- SageMaker jobs ------------------------------------------------------------------------------------------
+
+
+def _sagemaker_job(name: str, prefix: str, summary: Callable[[dict], dict]) -> ResourceKind:
+    name_key, status_key = f"{prefix}JobName", f"{prefix}JobStatus"
+
+    def status(description: dict) -> str:  # compilation jobs say COMPLETED, INPROGRESS: spell all as training does
+        value = description[status_key]
+        return value.capitalize() if value.isupper() else value
+
+    return ResourceKind(
+        name=name, noun=f"{name} job", service="sagemaker",
+        describe=lambda client, job: getattr(client, f"describe_{name}_job")(**{name_key: job}),
+        status=status, succeeded=("Completed",), failed=("Failed", "Stopped"),
+        stop=lambda client, job: getattr(client, f"stop_{name}_job")(**{name_key: job}),
+        log_group=f"/aws/sagemaker/{prefix}Jobs", name_key=name_key, status_key=status_key, summary=summary,
+    )  # fmt: skip
+
+
+def training_summary(d: dict) -> dict[str, Any]:
+    return {
+        "job_name": d["TrainingJobName"], "job_arn": d["TrainingJobArn"], "status": d["TrainingJobStatus"],
+        "instance_count": d["ResourceConfig"]["InstanceCount"], "instance_type": d["ResourceConfig"]["InstanceType"],
+        "model_artifact": d.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
+        "final_metrics": {m["MetricName"]: m["Value"] for m in d.get("FinalMetricDataList", [])},
+        "billable_seconds": d.get("BillableTimeInSeconds"), "training_seconds": d.get("TrainingTimeInSeconds"),
+    }  # fmt: skip
+
+
+def processing_summary(d: dict) -> dict[str, Any]:
+    outputs = (d.get("ProcessingOutputConfig") or {}).get("Outputs", [])
+    return {"job_name": d["ProcessingJobName"], "job_arn": d.get("ProcessingJobArn"),
+            "status": d["ProcessingJobStatus"],
+            "outputs": {o["OutputName"]: o["S3Output"]["S3Uri"] for o in outputs if "S3Output" in o},
+            "exit_message": d.get("ExitMessage")}  # fmt: skip
+
+
+def transform_summary(d: dict) -> dict[str, Any]:
+    return {"job_name": d["TransformJobName"], "status": d["TransformJobStatus"],
+            "output_path": (d.get("TransformOutput") or {}).get("S3OutputPath"), "model_name": d.get("ModelName")}  # fmt: skip
+
+
+def compilation_summary(d: dict) -> dict[str, Any]:
+    output = d.get("OutputConfig", {})
+    start, end = d.get("CompilationStartTime"), d.get("CompilationEndTime")
+    return {
+        "job_name": d["CompilationJobName"], "status": d["CompilationJobStatus"],
+        "compiled_artifact": d.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
+        "target": output.get("TargetDevice") or output.get("TargetPlatform"),
+        "input_shapes": d.get("InputConfig", {}).get("DataInputConfig"),
+        "seconds": (end - start).total_seconds() if start and end and not isinstance(start, str) else None,
+    }  # fmt: skip
+
+
+TRAINING = _sagemaker_job("training", "Training", training_summary)
+PROCESSING = _sagemaker_job("processing", "Processing", processing_summary)
+TRANSFORM = _sagemaker_job("transform", "Transform", transform_summary)
+COMPILATION = _sagemaker_job("compilation", "Compilation", compilation_summary)
+
+# -- endpoints -------------------------------------------------------------------------------------------------
+
+# Creating, Updating, SystemUpdating, RollingBack and Deleting are not ends: an update that rolls back
+# ends InService (on the old config) or Failed, as the provider's SageMakerHook counts them.
+ENDPOINT = ResourceKind(
+    name="endpoint", noun="endpoint", service="sagemaker",
+    describe=lambda client, name: client.describe_endpoint(EndpointName=name),
+    status=lambda d: d["EndpointStatus"], succeeded=("InService",), failed=("Failed", "OutOfService"),
+    # An endpoint still Creating bills: killing its stage deletes it. SageMaker has no call to cancel an update.
+    stop=lambda client, name: client.delete_endpoint(EndpointName=name),
+    name_key="EndpointName", status_key="EndpointStatus",
+    summary=lambda d: {"endpoint_name": d["EndpointName"], "status": d["EndpointStatus"],
+                       "endpoint_config": d.get("EndpointConfigName"), "failure_reason": d.get("FailureReason")},
+)  # fmt: skip
+
+# -- FSx for Lustre --------------------------------------------------------------------------------------------
+
+
+def _fsx_reason(description: dict) -> str | None:
+    return (description.get("FailureDetails") or {}).get("Message")
+
+
+FSX_FILE_SYSTEM = ResourceKind(
+    name="fsx_file_system", noun="FSx file system", service="fsx",
+    describe=lambda client, fs: client.describe_file_systems(FileSystemIds=[fs])["FileSystems"][0],
+    status=lambda d: d["Lifecycle"], succeeded=("AVAILABLE",),
+    failed=("FAILED", "MISCONFIGURED", "MISCONFIGURED_UNAVAILABLE"), reason=_fsx_reason,
+    stop=lambda client, fs: client.delete_file_system(FileSystemId=fs),  # a file system bills while it exists
+    not_found_codes=("FileSystemNotFound",), name_key="FileSystemId", status_key="Lifecycle",
+    summary=lambda d: {"file_system_id": d["FileSystemId"], "lifecycle": d["Lifecycle"],
+                       "mount_name": (d.get("LustreConfiguration") or {}).get("MountName"),
+                       "dns_name": d.get("DNSName")},
+)  # fmt: skip
+FSX_ASSOCIATION = ResourceKind(
+    name="fsx_association", noun="FSx data repository association", service="fsx",
+    describe=lambda client, a: client.describe_data_repository_associations(AssociationIds=[a])["Associations"][0],
+    status=lambda d: d["Lifecycle"], succeeded=("AVAILABLE",), failed=("FAILED", "MISCONFIGURED"),
+    reason=_fsx_reason, not_found_codes=("DataRepositoryAssociationNotFound",),
+    summary=lambda d: {"association_id": d["AssociationId"], "lifecycle": d["Lifecycle"],
+                       "file_system_path": d.get("FileSystemPath"), "data_repository_path": d.get("DataRepositoryPath")},
+)  # fmt: skip
+FSX_TASK = ResourceKind(
+    name="fsx_task", noun="FSx data repository task", service="fsx",
+    describe=lambda client, t: client.describe_data_repository_tasks(TaskIds=[t])["DataRepositoryTasks"][0],
+    status=lambda d: d["Lifecycle"], succeeded=("SUCCEEDED",), failed=("FAILED", "CANCELED"), reason=_fsx_reason,
+    stop=lambda client, t: client.cancel_data_repository_task(TaskId=t),
+    not_found_codes=("DataRepositoryTaskNotFound",), name_key="TaskId", status_key="Lifecycle",
+    summary=lambda d: {"task_id": d["TaskId"], "lifecycle": d["Lifecycle"], "type": d.get("Type"),
+                       "files": (d.get("Status") or {}).get("SucceededCount", 0)},
+)  # fmt: skip
+
+# -- Greengrass v2 ---------------------------------------------------------------------------------------------
+
+GREENGRASS_DEPLOYMENT = ResourceKind(
+    name="greengrass_deployment", noun="Greengrass deployment", service="greengrassv2",
+    describe=lambda client, d: client.get_deployment(deploymentId=d),
+    # ACTIVE until every target device has run it; CANCELED when the abort criteria trip or it is canceled
+    status=lambda d: d["deploymentStatus"], succeeded=("COMPLETED",), failed=("CANCELED", "FAILED", "INACTIVE"),
+    reason=lambda d: None, stop=lambda client, d: client.cancel_deployment(deploymentId=d),
+    name_key="deploymentId", status_key="deploymentStatus",
+    summary=lambda d: {"deployment_id": d["deploymentId"], "status": d["deploymentStatus"],
+                       "target_arn": d.get("targetArn")},
+)  # fmt: skip
+
+
+def device_deployment_id(thing_name: str, deployment_id: str) -> str:
+    """One device's share of a deployment, as one resource id: `<core device thing>/<deployment id>`."""
+    return f"{thing_name}/{deployment_id}"
+
+
+def _describe_device_deployment(client: Client, resource_id: str) -> dict:
+    thing, deployment_id = resource_id.split("/", 1)
+    pages = client.get_paginator("list_effective_deployments").paginate(coreDeviceThingName=thing)
+    for page in pages:
+        for effective in page["effectiveDeployments"]:
+            if effective["deploymentId"] == deployment_id:
+                return {**effective, "coreDeviceThingName": thing}
+    # not on the device yet: AWS lists a deployment on a device only once the device has received it
+    return {"deploymentId": deployment_id, "coreDeviceThingName": thing, "coreDeviceExecutionStatus": "PENDING"}
+
+
+GREENGRASS_DEVICE = ResourceKind(
+    name="greengrass_device", noun="Greengrass deployment on core device", service="greengrassv2",
+    describe=_describe_device_deployment, status=lambda d: d["coreDeviceExecutionStatus"],
+    succeeded=("SUCCEEDED", "COMPLETED"), failed=("FAILED", "CANCELED", "TIMED_OUT", "REJECTED"),
+    reason=lambda d: d.get("reason") or None, name_key="coreDeviceThingName", status_key="coreDeviceExecutionStatus",
+    summary=lambda d: {"thing_name": d["coreDeviceThingName"], "deployment_id": d["deploymentId"],
+                       "status": d["coreDeviceExecutionStatus"], "reason": d.get("reason", "")},
+)  # fmt: skip
+
+# -- Athena ----------------------------------------------------------------------------------------------------
+
+ATHENA_QUERY = ResourceKind(
+    name="athena_query", noun="Athena query", service="athena",
+    describe=lambda client, q: client.get_query_execution(QueryExecutionId=q)["QueryExecution"],
+    status=lambda d: d["Status"]["State"], succeeded=("SUCCEEDED",), failed=("FAILED", "CANCELLED"),
+    reason=lambda d: d["Status"].get("StateChangeReason") or (d["Status"].get("AthenaError") or {}).get("ErrorMessage"),
+    stop=lambda client, q: client.stop_query_execution(QueryExecutionId=q),
+    not_found_codes=("InvalidRequestException",), name_key="QueryExecutionId",
+    summary=lambda d: {"query_execution_id": d["QueryExecutionId"], "state": d["Status"]["State"],
+                       "output_location": (d.get("ResultConfiguration") or {}).get("OutputLocation")},
+)  # fmt: skip
+
+KINDS: dict[str, ResourceKind] = {kind.name: kind for kind in (
+    TRAINING, PROCESSING, TRANSFORM, COMPILATION, ENDPOINT, FSX_FILE_SYSTEM, FSX_ASSOCIATION, FSX_TASK,
+    GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, ATHENA_QUERY)}  # fmt: skip

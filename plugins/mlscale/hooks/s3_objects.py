@@ -1,0 +1,19 @@
+"""Small S3 reads and writes the stages share (reports, evaluation results), through the provider's S3Hook."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def put_object(s3_hook: Any, uri: str, body: bytes, content_type: str) -> None:
+    bucket, key = s3_hook.parse_s3_url(uri)
+    s3_hook.get_conn().put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
+
+
+def read_json(s3_hook: Any, uri: str) -> Any | None:
+    """The JSON object at `uri`, or None when there is none."""
+    bucket, key = s3_hook.parse_s3_url(uri)
+    if not s3_hook.check_for_key(key, bucket_name=bucket):
+        return None
+    return json.loads(s3_hook.read_key(key, bucket_name=bucket))

@@ -1,0 +1,62 @@
+"""One wait on one resource, a poll at a time: the describe call, the lines worth logging, settled or not.
+
+The trigger (in a thread of the triggerer), a stage's own wait (`deferrable=False`) and the sensors' poke
+all poll through this, so the log lines a user reads are the same whichever way the stage waits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlscale.hooks.resources import ResourceKind
+
+
+def hook_for(kind: ResourceKind, aws_conn_id: str | None, region_name: str | None = None,
+             verify: bool | str | None = None, botocore_config: dict | None = None):  # fmt: skip
+    """The provider's hook for the kind's service (SageMakerHook, whose log helpers the job kinds use)."""
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+    params = {"aws_conn_id": aws_conn_id, "region_name": region_name, "verify": verify, "config": botocore_config}
+    if kind.service == "sagemaker":
+        from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
+
+        return SageMakerHook(**params)
+    return AwsBaseHook(client_type=kind.service, **params)
+
+
+def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -> list[str]:
+    """What changed since `previous`: training's secondary statuses, or the status itself."""
+    name = description.get(kind.name_key, "")
+    transitions = description.get("SecondaryStatusTransitions")
+    if transitions is not None:
+        seen = len((previous or {}).get("SecondaryStatusTransitions") or [])
+        return [f"{name}: {t['Status']} - {t.get('StatusMessage', '')}" for t in transitions[seen:]]
+    status = kind.status(description)
+    if previous is None or kind.status(previous) != status:
+        return [f"{kind.noun} {name}: {status}".strip()]
+    return []
+
+
+class ResourceWatch:
+    """Keeps what one wait needs between polls: the last answer, the log read positions, the progress line."""
+
+    def __init__(self, kind: ResourceKind, resource_id: str, hook: Any, log_since_ms: int | None = None):
+        self.kind, self.resource_id, self.client = kind, resource_id, hook.conn
+        self.previous: dict | None = None
+        self.tail = self.progress = None
+        if kind.log_group:
+            from mlscale.hooks.job_logs import JobLogTail
+            from mlscale.hooks.progress import ProgressReporter
+
+            self.tail = JobLogTail(hook, kind.log_group, resource_id, since_ms=log_since_ms)
+            self.progress = ProgressReporter(kind.name_key, kind.status_key)
+
+    def poll(self) -> tuple[dict, list[str]]:
+        """(the resource's description, the lines to log); blocking: a trigger runs it in a thread."""
+        description = self.kind.describe(self.client, self.resource_id)
+        lines = status_lines(self.kind, description, self.previous)
+        if self.tail is not None:
+            new = self.tail.poll()
+            lines += new + self.progress.update(description, new)
+        self.previous = description
+        return description, lines

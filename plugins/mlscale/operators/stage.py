@@ -1,0 +1,172 @@
+"""The life every mlscale stage shares: validate the spec, find or create, wait (deferred), finish or fail.
+
+A stage says only what differs: `advance(context, settled)` looks at what
+exists under the stage's deterministic name, creates what is missing, and
+answers either its result or a `Wait` on one resource. The base validates
+the spec before any AWS call, waits (in the triggerer by default, through
+StageTrigger; in the worker with `deferrable=False`; not at all with
+`wait_for_completion=False`, leaving it to the stage's sensor), fails with
+the service's reason, calls `advance` again once the resource settles, and
+stops what the task started when it is killed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
+from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
+from airflow.sdk.exceptions import AirflowException
+from botocore.exceptions import ClientError
+
+from mlscale.hooks.resources import ResourceKind, failure_message
+from mlscale.hooks.watch import ResourceWatch
+from mlscale.operators.deferral import default_deferrable
+from mlscale.triggers.stage import StageTrigger
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+@dataclass(frozen=True)
+class Wait:
+    """What `advance` answers while AWS works: the resource to wait on; whether killing the task stops it."""
+
+    kind: ResourceKind
+    resource_id: str
+    stop_on_kill: bool = True
+
+
+class StageOperator(AwsBaseOperator):
+    """Base of every mlscale stage (subclasses set `aws_hook_class` and implement `advance`).
+
+    :param spec: the stage's typed spec, validated before any AWS call.
+    :param wait_for_completion: wait for the stage's resource (default); with
+        False the task ends once it is created, and the stage's sensor waits.
+    :param deferrable: wait in the triggerer (default: True unless
+        `[operators] default_deferrable` is set otherwise).
+    :param poll_interval: seconds between Describe calls while waiting.
+
+    The result is one XCom per key as well as the whole (`multiple_outputs`),
+    so a DAG passes `train.output["model_artifact"]` on; XComArgs inside the
+    spec set the task's upstream as they do in an operator's own arguments.
+    """
+
+    template_fields: Sequence[str] = (*aws_template_fields(), "spec", "poll_interval")
+
+    def __init__(self, *, spec: Any = None, wait_for_completion: bool = True, deferrable: bool | None = None,
+                 poll_interval: float = 30, **kwargs: Any):  # fmt: skip
+        kwargs.setdefault("multiple_outputs", True)
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.wait_for_completion = wait_for_completion
+        self.deferrable = default_deferrable() if deferrable is None else deferrable
+        self.poll_interval = poll_interval
+        self._waiting: Wait | None = None
+
+    def _set_xcomargs_dependencies(self) -> None:
+        """As BaseOperator does for its template fields, but also inside the spec (and its channels)."""
+        from airflow.sdk.definitions.xcom_arg import XComArg
+
+        super()._set_xcomargs_dependencies()
+        for value in _template_values(self.spec):
+            XComArg.apply_upstream_relationship(self, value)
+
+    # -- what a stage implements ------------------------------------------------------------------------------
+
+    def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
+        """Move on from wherever the stage's resources are; `settled` is the last wait's success event."""
+        raise NotImplementedError
+
+    def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
+        """The XCom of `wait_for_completion=False`: what a sensor needs to wait on it."""
+        return {"kind": wait.kind.name, "resource_id": wait.resource_id}
+
+    def failed(self, context: Context, event: dict[str, Any]) -> None:
+        """A wait ended in failure (or could not describe the resource): raise with the reason."""
+        raise AirflowException(failure_message(event))
+
+    # -- helpers --------------------------------------------------------------------------------------------
+
+    def aws_client(self, service: str) -> Any:
+        """Another service's client on the stage's connection, region, verify and botocore config."""
+        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+        return AwsBaseHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
+                           config=self.botocore_config, client_type=service).get_conn()  # fmt: skip
+
+    def s3_hook(self) -> Any:
+        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+        return S3Hook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
+                      config=self.botocore_config)  # fmt: skip
+
+    # -- the life ---------------------------------------------------------------------------------------------
+
+    def execute(self, context: Context) -> Any:
+        if self.spec is not None:
+            self.spec.validate()
+        return self._drive(context, None)
+
+    def resume(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+        if not event or "status" not in event:
+            raise AirflowException(f"The trigger returned no event: {event!r}")
+        return self._drive(context, event)
+
+    def _drive(self, context: Context, settled: dict[str, Any] | None) -> Any:
+        while True:
+            if settled is not None and settled["status"] != "success":
+                self.failed(context, settled)
+                raise AirflowException(failure_message(settled))  # a `failed` that does not raise still fails
+            outcome = self.advance(context, settled)
+            if not isinstance(outcome, Wait):
+                return outcome
+            self._waiting = outcome
+            if not self.wait_for_completion:
+                result = self.submitted(context, outcome)
+                self.log.info("Not waiting for %s %s (wait_for_completion=False).", outcome.kind.noun,
+                              outcome.resource_id)  # fmt: skip
+                return result
+            if self.deferrable:
+                self.defer(trigger=StageTrigger(
+                    outcome.kind.name, outcome.resource_id, self.poll_interval, outcome.stop_on_kill,
+                    self.aws_conn_id, self.region_name, self.verify, self.botocore_config), method_name="resume")  # fmt: skip
+            settled = self._wait_here(outcome)
+
+    def _wait_here(self, wait: Wait) -> dict[str, Any]:
+        """Poll in the worker (`deferrable=False`), logging what the trigger would log."""
+        watch = ResourceWatch(wait.kind, wait.resource_id, self.hook)
+        while True:
+            description, lines = watch.poll()
+            for line in lines:
+                self.log.info(line)
+            if wait.kind.settled(description):
+                return wait.kind.event(wait.resource_id, description)
+            time.sleep(float(self.poll_interval))
+
+    def on_kill(self) -> None:
+        wait = self._waiting
+        if wait is None or not wait.stop_on_kill or wait.kind.stop is None:
+            return
+        try:
+            wait.kind.stop(self.hook.conn, wait.resource_id)
+            self.log.info("Stopped %s %s.", wait.kind.noun, wait.resource_id)
+        except ClientError as error:  # already ended: nothing to stop
+            self.log.info("%s %s not stopped: %s", wait.kind.noun, wait.resource_id, error)
+
+
+def _template_values(obj: Any, depth: int = 0) -> list[Any]:
+    """The values of an object's template fields, descending into nested objects that have their own."""
+    if obj is None or depth > 4 or not hasattr(obj, "template_fields") or isinstance(obj, type):
+        return []
+    values = []
+    for name in obj.template_fields:
+        value = getattr(obj, name, None)
+        values.append(value)
+        nested = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else [value]
+        for item in nested:
+            values.extend(_template_values(item, depth + 1))
+    return values

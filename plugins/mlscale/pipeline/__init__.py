@@ -1,0 +1,1 @@
+"""The example pipeline's own steps, as tested functions: what its DAG file would otherwise hold as glue."""

@@ -1,0 +1,99 @@
+"""The example DAG's Python tasks: stage raw data, plan the shards and storage, pick channels and targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+RAW_SCHEMA = {"record_id": "string", "label": "bigint", "pixels": "binary"}
+
+
+def stage_raw_digits(aws_conn_id: str, bucket: str, raw_prefix: str, database: str, start, end,
+                     records_per_day: int) -> int:  # fmt: skip
+    """Write the raw partitions of [start, end) that are missing (the generator stands in for upstream
+    systems) and register the Glue table; returns how many days were written."""
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    from mlscale.datasets.raw_digits import write_day
+    from mlscale.hooks.catalog import ensure_parquet_table
+
+    s3 = S3Hook(aws_conn_id=aws_conn_id)
+    if not s3.check_for_bucket(bucket):
+        s3.create_bucket(bucket)
+    bucket_name, prefix = s3.parse_s3_url(raw_prefix)
+    written, day = 0, start
+    while day < end:
+        if not s3.list_keys(bucket_name=bucket_name, prefix=f"{prefix}dt={day:%Y-%m-%d}/"):
+            write_day(s3.get_conn(), bucket_name, prefix, day.date(), records_per_day)
+            written += 1
+        day = day.add(days=1)
+    glue = AwsBaseHook(aws_conn_id=aws_conn_id, client_type="glue").get_conn()
+    ensure_parquet_table(glue, database, "raw_digits", raw_prefix, RAW_SCHEMA, date_partition="dt")
+    return written
+
+
+def clear_prefix(aws_conn_id: str, uri: str) -> int:
+    """Delete every object under `uri` (UNLOAD needs an empty location; a failed try may have left files)."""
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    hook = S3Hook(aws_conn_id=aws_conn_id)
+    bucket, prefix = hook.parse_s3_url(uri)
+    keys = hook.list_keys(bucket_name=bucket, prefix=prefix)
+    if keys:
+        hook.delete_objects(bucket=bucket, keys=keys)
+    return len(keys)
+
+
+def clears_prefix_before_each_try(aws_conn_id: str, task_id: str, key: str):
+    """An on_execute_callback that empties the prefix an upstream task pushed as XCom `key`, before every
+    try (Athena UNLOAD needs an empty location, and a failed try may have left files)."""
+
+    def clear(context) -> None:
+        clear_prefix(aws_conn_id, context["ti"].xcom_pull(task_ids=task_id, key=key))
+
+    return clear
+
+
+def plan_training_data(stats: dict, params: dict, loader_workers: int) -> dict[str, Any]:
+    """The storage advisor's choice and the shard plan for the ETL output's `stats` (rows, bytes, objects)."""
+    from mlscale.advisors.sharding import plan_shards
+    from mlscale.advisors.storage import StorageNeeds, advise_storage
+
+    if stats["rows"] == 0:
+        raise ValueError("etl: the data interval holds no valid records; nothing to train on")
+    choice = advise_storage(StorageNeeds(
+        dataset_bytes=stats["bytes"], object_count=stats["objects"], epochs=params["epochs"],
+        instances=params["instance_count"], gpus_per_instance=params["gpus_per_instance"],
+        samples_per_second_per_gpu=params["samples_per_second"], bytes_per_sample=stats["bytes"] / stats["rows"]))  # fmt: skip
+    plan = plan_shards(stats["bytes"], stats["rows"], params["instance_count"], loader_workers)
+    use_fsx = params["storage"] == "fsx_lustre" or (params["storage"] == "auto" and choice.storage == "fsx_lustre")
+    return {
+        "etl": stats, "storage": choice.to_dict(), "shards": plan.to_dict(), "shard_count": plan.to_dict()["shards"],
+        "input_mode": choice.input_mode or "File",
+        "fsx_enabled": use_fsx,
+        "fsx_deployment_type": choice.fsx_deployment_type or "SCRATCH_2",
+        "fsx_storage_capacity_gib": choice.fsx_storage_capacity_gib or 1200,
+        "fsx_throughput": choice.fsx_throughput_mb_per_s_per_tib if choice.fsx_deployment_type == "PERSISTENT_2" else None,
+        "fsx_reason": f"storage={params['storage']}; the advisor: {choice.reason}",
+    }  # fmt: skip
+
+
+def training_channels(shards_uri: str, test_uri: str, fsx: dict | None, subnet_id: str,
+                      security_group_id: str) -> dict[str, Any]:  # fmt: skip
+    """Shards from FSx (a FileSystemDataSource channel, in the VPC) when staged, else from S3."""
+    if not fsx or not fsx.get("file_system_id"):
+        return {"inputs": {"train": shards_uri, "test": test_uri}, "subnets": [], "security_group_ids": []}
+    train = {"file_system_id": fsx["file_system_id"], "directory_path": fsx["directory_path"]}
+    return {"inputs": {"train": train, "test": test_uri}, "subnets": [subnet_id], "security_group_ids": [security_group_id]}
+
+
+DEPLOY_TARGETS = {"endpoint": ["deploy_endpoint"], "edge": ["deploy_edge"], "both": ["deploy_endpoint", "deploy_edge"],
+                  "none": []}  # fmt: skip
+
+
+def deploy_tasks(run_type: str, deploy_target: str) -> list[str]:
+    """The deploy tasks a run goes on to. A backfill retrains on past intervals: its models are evaluated
+    and registered, but deploying one would replace the current model with one trained on older data."""
+    if run_type == "backfill":  # DagRunType.BACKFILL_JOB is a str enum
+        return []
+    return DEPLOY_TARGETS[deploy_target]

@@ -1,0 +1,41 @@
+"""mlscale's settings: the `[mlscale]` section of Airflow's configuration, declared in the provider info.
+
+Set them as any Airflow option: in airflow.cfg, or `AIRFLOW__MLSCALE__BUCKET=...`; read them with
+`airflow config get-value mlscale bucket`. The defaults run the example DAG on the local emulator.
+"""
+
+from __future__ import annotations
+
+# Each option: (default, description). The provider info turns this table into Airflow's config schema.
+OPTIONS: dict[str, tuple[str, str]] = {
+    "aws_conn_id": ("aws_default", "The Airflow connection the example DAGs use (AWS, or the emulator's endpoint_url)."),
+    "bucket": ("mlscale-demo", "The S3 bucket for raw data, ETL output, shards, models and reports."),
+    "role_arn": ("arn:aws:iam::123456789012:role/mlscale-sagemaker",
+                 "The SageMaker execution role the jobs, models and endpoints run as."),
+    "glue_database": ("mlscale", "The Glue database of the raw table."),
+    "training_image": ("763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5.1-cpu-py311-ubuntu22.04"
+                       "-sagemaker", "The training (and processing) container image; use your region's registry."),
+    "processing_image": ("", "The processing container image; empty: the training image."),
+    "inference_image": ("763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-inference:2.5.1-cpu-py311-ubuntu22.04"
+                        "-sagemaker", "The inference container image (Batch Transform and endpoints)."),
+    "subnet_id": ("subnet-0123456789abcdef0", "The VPC subnet of FSx for Lustre and FileSystemDataSource channels."),
+    "security_group_id": ("sg-0123456789abcdef0", "The security group of FSx for Lustre and the training job."),
+    "edge_thing_group": ("mlscale-edge-fleet", "The IoT thing group of the Greengrass core devices."),
+    "training_pool": ("mlscale_training", "The Airflow pool that bounds concurrent training jobs (account quotas)."),
+}
+
+
+def config_schema() -> dict:
+    """The provider info's `config` entry."""
+    return {"mlscale": {
+        "description": "Settings of the mlscale example DAGs.",
+        "options": {name: {"description": text, "version_added": "0.2.0", "type": "string", "example": None,
+                           "default": default} for name, (default, text) in OPTIONS.items()},
+    }}  # fmt: skip
+
+
+def setting(name: str) -> str:
+    """The option's value (Airflow's config, its AIRFLOW__MLSCALE__* variable, or the default)."""
+    from airflow.configuration import conf
+
+    return conf.get("mlscale", name, fallback=OPTIONS[name][0])

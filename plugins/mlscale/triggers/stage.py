@@ -1,0 +1,82 @@
+"""The one trigger every stage and sensor waits on: any resource kind of mlscale.hooks.resources."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from mlscale.triggers import hold_first_event
+
+
+class StageTrigger(BaseTrigger):
+    """Polls the resource until it settles, logging its status changes and (for jobs) its CloudWatch lines.
+
+    No attempt cap: the provider's waiter triggers stop after max_attempts (30
+    minutes for SageMakerTrigger by default); here the task's timeout is the
+    only limit. Events: `success` or `failed` with the end state and the
+    service's reason, or `error` when describing it failed. When the task is
+    killed (mark failed, clear) and `stop_on_kill` is set, on_kill stops the
+    resource, as the operator's on_kill does when it waits in a worker.
+    """
+
+    def __init__(self, kind: str, resource_id: str, poll_interval: float = 30, stop_on_kill: bool = False,
+                 aws_conn_id: str | None = "aws_default", region_name: str | None = None,
+                 verify: bool | str | None = None, botocore_config: dict | None = None):  # fmt: skip
+        super().__init__()
+        self.kind, self.resource_id, self.poll_interval, self.stop_on_kill = kind, resource_id, poll_interval, stop_on_kill
+        self.aws_conn_id, self.region_name, self.verify, self.botocore_config = (
+            aws_conn_id, region_name, verify, botocore_config)  # fmt: skip
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (f"{type(self).__module__}.{type(self).__qualname__}",
+                {"kind": self.kind, "resource_id": self.resource_id, "poll_interval": self.poll_interval,
+                 "stop_on_kill": self.stop_on_kill, "aws_conn_id": self.aws_conn_id,
+                 "region_name": self.region_name, "verify": self.verify, "botocore_config": self.botocore_config})  # fmt: skip
+
+    def _hook(self):
+        from mlscale.hooks.resources import KINDS
+        from mlscale.hooks.watch import hook_for
+
+        kind = KINDS[self.kind]
+        return kind, hook_for(kind, self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        from mlscale.hooks.watch import ResourceWatch
+
+        started = time.monotonic()
+        try:
+            kind, hook = self._hook()
+            watch = ResourceWatch(kind, self.resource_id, hook)
+            while True:
+                # boto3 is blocking: keep it off the triggerer's event loop
+                description, lines = await asyncio.to_thread(watch.poll)
+                for line in lines:
+                    self.log.info(line)
+                if kind.settled(description):
+                    event = kind.event(self.resource_id, description)
+                    break
+                await asyncio.sleep(float(self.poll_interval))
+        except Exception as error:  # noqa: BLE001 - the task fails with it, rather than the triggerer logging it
+            event = {"status": "error", "kind": self.kind, "resource_id": self.resource_id, "state": None,
+                     "reason": f"{type(error).__name__}: {error}"}  # fmt: skip
+        await hold_first_event(started)
+        yield TriggerEvent(event)
+
+    async def on_kill(self) -> None:
+        """Airflow calls this when a user kills the deferred task; stop what the task started."""
+        if not self.stop_on_kill:
+            return
+        from botocore.exceptions import ClientError
+
+        kind, hook = self._hook()
+        if kind.stop is None:
+            return
+        try:
+            await asyncio.to_thread(kind.stop, hook.conn, self.resource_id)
+            self.log.info("Stopped %s %s: its task was killed.", kind.noun, self.resource_id)
+        except ClientError as error:  # already ended: nothing to stop
+            self.log.info("%s %s not stopped: %s", kind.noun, self.resource_id, error)

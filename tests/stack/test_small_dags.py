@@ -1,0 +1,58 @@
+"""The two small example DAGs on the real scheduler and triggerer: the minimal one, and submit + sensor."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.stack.conftest import dump, emulator_client
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def data_prefix(airflow_stack) -> str:
+    from mlscale.datasets.digits import stage_digits
+
+    s3 = emulator_client(airflow_stack, "s3")
+    s3.create_bucket(Bucket="mlscale-demo")
+    stage_digits(s3, "mlscale-demo", "mlscale/small-dags/data", eval_csv=True)
+    return "s3://mlscale-demo/mlscale/small-dags/data/"
+
+
+def test_submit_then_sensor_for_training_and_the_endpoint(airflow_stack, data_prefix):
+    stack, dag_id = airflow_stack, "mlscale_submit_and_sense"
+    stack.unpause(dag_id)
+    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 2})
+    run = stack.wait_for_runs([run_id], timeout=600, dag_id=dag_id)[run_id]
+    assert run["state"] == "success", stack.failure_report([run_id], dag_id)
+    states = stack.task_states(run_id, dag_id)
+    assert {t: ti["state"] for t, ti in states.items()} == dict.fromkeys(
+        ["submit_training", "training_done", "submit_endpoint", "endpoint_in_service"], "success")
+    submitted = stack.xcom(run_id, "submit_training", dag_id)
+    assert submitted["status"] == "InProgress"  # the stage ended at the create
+    trained = stack.xcom(run_id, "training_done", dag_id)
+    assert trained["job_name"] == submitted["job_name"] and trained["status"] == "Completed", dump(trained)
+    assert trained["final_metrics"]["test:accuracy"] > 0.5
+    # the deferred sensor streamed the job's log through the triggerer into its task log
+    log = stack.task_log(run_id, "training_done", dag_id=dag_id)
+    assert "[algo-1] epoch=1" in log and "Completed" in log, log[-3000:]
+    served = stack.xcom(run_id, "endpoint_in_service", dag_id)
+    assert served["status"] == "InService" and served["endpoint_name"] == "mlscale-submit-and-sense"
+    runtime = emulator_client(stack, "sagemaker-runtime")
+    answer = runtime.invoke_endpoint(EndpointName="mlscale-submit-and-sense", ContentType="application/json",
+                                     Body=json.dumps([[0.0] * 64]))  # fmt: skip
+    assert len(json.loads(answer["Body"].read())[0]) == 10  # one score per digit
+
+
+def test_the_minimal_dag_trains_evaluates_and_deploys(airflow_stack, data_prefix):
+    stack, dag_id = airflow_stack, "mlscale_minimal"
+    stack.unpause(dag_id)
+    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5})
+    run = stack.wait_for_runs([run_id], timeout=600, dag_id=dag_id)[run_id]
+    assert run["state"] == "success", stack.failure_report([run_id], dag_id)
+    evaluation = stack.xcom(run_id, "evaluate", dag_id)
+    assert evaluation["decision"] == "Approved" and evaluation["metrics"]["accuracy"] > 0.5, dump(evaluation)
+    deployed = stack.xcom(run_id, "deploy", dag_id)
+    assert deployed["endpoint_name"] == "mlscale-minimal" and deployed["scaling_policy"]

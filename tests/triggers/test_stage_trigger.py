@@ -1,0 +1,85 @@
+"""StageTrigger: serialization of every resource kind, and real waits against the emulator, error event and on_kill."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from mlscale.hooks.resources import KINDS
+from mlscale.triggers.stage import StageTrigger
+from tests.conftest import first_event, training_request, upload_source
+
+SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(300)\n"
+QUICK = "import os\nprint('step=1 loss=0.5', flush=True)\nopen(os.path.join(os.environ['SM_MODEL_DIR'], 'm'), 'w')\n"
+
+
+pytestmark = pytest.mark.usefixtures("no_trigger_hold")
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_round_trips_through_serialize(kind):
+    trigger = StageTrigger(kind, "resource-1", poll_interval=7, stop_on_kill=True, aws_conn_id="aws_x",
+                           region_name="eu-west-1", verify=False, botocore_config={"retries": {"mode": "standard"}})  # fmt: skip
+    classpath, kwargs = trigger.serialize()
+    module, name = classpath.rsplit(".", 1)
+    rebuilt = getattr(__import__(module, fromlist=[name]), name)(**kwargs)
+    assert rebuilt.serialize() == (classpath, kwargs)
+    assert classpath == "mlscale.triggers.stage.StageTrigger" and kwargs["kind"] == kind
+
+
+def start_job(clients, name: str, script: str) -> None:
+    source = upload_source(clients["s3"], {"train.py": script}, f"trigger-tests/{name}/sourcedir.tar.gz")
+    clients["sagemaker"].create_training_job(**training_request(name, source))
+
+
+@pytest.mark.emulator
+def test_success_event_and_the_jobs_log_lines(emulator, clients, capfd):
+    start_job(clients, "trigger-quick", QUICK)
+    event = first_event(StageTrigger("training", "trigger-quick", poll_interval=0.3))
+    assert event == {"status": "success", "kind": "training", "resource_id": "trigger-quick", "state": "Completed",
+                     "reason": None}  # fmt: skip
+    assert "[algo-1] step=1 loss=0.5" in capfd.readouterr().out
+
+
+@pytest.mark.emulator
+def test_failed_event_carries_the_service_reason(emulator, clients):
+    start_job(clients, "trigger-fails", "raise SystemExit('disk full')\n")
+    event = first_event(StageTrigger("training", "trigger-fails", poll_interval=0.3))
+    assert event["status"] == "failed" and event["state"] == "Failed" and "disk full" in event["reason"]
+
+
+@pytest.mark.emulator
+def test_a_resource_that_cannot_be_described_gives_an_error_event(emulator):
+    event = first_event(StageTrigger("training", "no-such-job", poll_interval=0.3))
+    assert event["status"] == "error" and "Could not find" in event["reason"]
+    event = first_event(StageTrigger("fsx_file_system", "fs-0000000000000000", poll_interval=0.3))
+    assert event["status"] == "error" and "FileSystemNotFound" in event["reason"]
+
+
+@pytest.mark.emulator
+def test_fsx_file_system_settles_available(emulator):
+    import boto3
+
+    fsx = boto3.client("fsx", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+    fs = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=["subnet-0123456789abcdef0"],
+                                LustreConfiguration={"DeploymentType": "SCRATCH_2"})["FileSystem"]  # fmt: skip
+    event = first_event(StageTrigger("fsx_file_system", fs["FileSystemId"], poll_interval=0.2))
+    assert event["status"] == "success" and event["state"] == "AVAILABLE"
+    fsx.delete_file_system(FileSystemId=fs["FileSystemId"])
+
+
+@pytest.mark.emulator
+def test_on_kill_stops_the_job_only_when_asked(emulator, clients):
+    sagemaker = clients["sagemaker"]
+    start_job(clients, "trigger-killed", SLEEPER)
+    deadline = time.monotonic() + 60
+    while sagemaker.describe_training_job(TrainingJobName="trigger-killed")["SecondaryStatus"] != "Training":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    asyncio.run(StageTrigger("training", "trigger-killed", stop_on_kill=False).on_kill())
+    assert sagemaker.describe_training_job(TrainingJobName="trigger-killed")["TrainingJobStatus"] == "InProgress"
+    asyncio.run(StageTrigger("training", "trigger-killed", stop_on_kill=True).on_kill())
+    event = first_event(StageTrigger("training", "trigger-killed", poll_interval=0.3))
+    assert event["status"] == "failed" and event["state"] == "Stopped"
