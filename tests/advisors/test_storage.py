@@ -1,4 +1,4 @@
-"""The storage advisor against AWS's published figures (AWS_FIGURES.md)."""
+"""The storage advisor against AWS's published figures (S3 request rates, FSx for Lustre throughput tiers)."""
 
 import pytest
 

@@ -56,3 +56,30 @@ def test_the_minimal_dag_trains_evaluates_and_deploys(airflow_stack, data_prefix
     assert evaluation["decision"] == "Approved" and evaluation["metrics"]["accuracy"] > 0.5, dump(evaluation)
     deployed = stack.xcom(run_id, "deploy", dag_id)
     assert deployed["endpoint_name"] == "mlscale-minimal" and deployed["scaling_policy"]
+
+
+def test_marking_a_deferred_training_task_failed_stops_its_job(airflow_stack, data_prefix):
+    """The trigger's on_kill: the triggerer, not a worker, holds the wait when the user acts."""
+    import time
+
+    from mlscale.naming import resource_name
+
+    stack, dag_id = airflow_stack, "mlscale_minimal"
+    stack.unpause(dag_id)
+    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 200})
+    deadline = time.monotonic() + 300
+    while stack.task_states(run_id, dag_id).get("train", {}).get("state") != "deferred":
+        assert time.monotonic() < deadline, dump(stack.task_states(run_id, dag_id))
+        time.sleep(1)
+    sagemaker = emulator_client(stack, "sagemaker")
+    name = resource_name(dag_id, "train", run_id)  # the stage's deterministic job name
+    assert sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] == "InProgress"
+    with stack.api() as api:  # what "Mark as failed" in the UI sends
+        api.patch(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/train",
+                  json={"new_state": "failed"}).raise_for_status()  # fmt: skip
+    deadline = time.monotonic() + 120
+    while (status := sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"]) == "InProgress":
+        assert time.monotonic() < deadline, f"{name} still {status} after its task was marked failed"
+        time.sleep(1)
+    assert status in ("Stopping", "Stopped")
+    assert stack.wait_for_runs([run_id], timeout=120, dag_id=dag_id)[run_id]["state"] == "failed"

@@ -1,6 +1,7 @@
 """Is a training job data-, I/O-, compute- or memory-bound, and what is the next step of the ladder?
 
-Thresholds follow SageMaker Debugger's profiler rules (AWS_FIGURES.md):
+Thresholds follow SageMaker Debugger's built-in profiler rules (SageMaker
+Developer Guide, "List of Debugger built-in profiler rules"):
 LowGPUUtilization p95 < 70%, CPUBottleneck GPU < 10% while CPU > 90% for more
 than half the time, IOBottleneck I/O wait > 50% with low GPU for more than
 half the time, BatchSize p95 CPU, GPU and memory all < 70%. The ladder prefers

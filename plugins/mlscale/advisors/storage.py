@@ -4,7 +4,8 @@ The whitepaper's rule: do not move data that S3 can serve. File mode copies
 the dataset to every instance before training and is fine below ~50 GB;
 FastFile streams from S3 and is fine while S3's request budget (5,500 GET/s
 per prefix) and large objects can feed the GPUs; past that, a parallel file
-system (FSx for Lustre) sized for the throughput. Figures: AWS_FIGURES.md.
+system (FSx for Lustre) sized for the throughput. Figures: Amazon S3 User Guide, "Best practices design
+patterns: optimizing Amazon S3 performance"; Amazon FSx for Lustre User Guide, "Performance".
 """
 
 from __future__ import annotations

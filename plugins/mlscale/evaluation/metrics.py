@@ -1,4 +1,4 @@
-"""Classification and regression metrics over predictions (numpy only)."""
+"""Classification metrics over predictions (numpy only): what the quality gate compares."""
 
 from __future__ import annotations
 
@@ -40,13 +40,6 @@ def classification_metrics(labels: np.ndarray, predictions: np.ndarray) -> dict:
         "classes": classes.tolist(),
         "confusion_matrix": matrix.tolist(),
     }
-
-
-def regression_metrics(targets: np.ndarray, predictions: np.ndarray) -> dict:
-    errors = predictions.astype(float) - targets.astype(float)
-    variance = float(np.var(targets)) or 1.0
-    return {"mae": float(np.abs(errors).mean()), "rmse": float(np.sqrt((errors**2).mean())),
-            "r2": float(1 - (errors**2).mean() / variance), "samples": int(len(targets))}  # fmt: skip
 
 
 def confusion_png(metrics: dict) -> bytes:

@@ -114,6 +114,8 @@ class StageOperator(AwsBaseOperator):
     def resume(self, context: Context, event: dict[str, Any] | None = None) -> Any:
         if not event or "status" not in event:
             raise AirflowException(f"The trigger returned no event: {event!r}")
+        if self.spec is not None:  # a resumed task renders its spec again: convert the strings again
+            self.spec.validate()
         return self._drive(context, event)
 
     def _drive(self, context: Context, settled: dict[str, Any] | None) -> Any:

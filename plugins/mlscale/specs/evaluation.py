@@ -9,7 +9,7 @@ from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.rules import require
 
-METRICS = {"accuracy": "classification", "macro_f1": "classification", "r2": "regression"}
+METRICS = {"accuracy": "classification", "macro_f1": "classification"}  # what evaluation.metrics computes
 
 
 @dataclass

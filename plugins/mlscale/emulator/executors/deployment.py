@@ -3,8 +3,8 @@
 The green fleet takes traffic only after it passes /ping; while traffic
 shifts and bakes, the rollback alarms are read every second, and one in
 ALARM sends all traffic back to blue. Blue stops only after the termination
-wait, so requests it is answering finish. (AWS_FIGURES.md: deployment
-guardrails.)
+wait, so requests it is answering finish. (SageMaker Developer Guide:
+"Deployment guardrails for updating models in production".)
 """
 
 from __future__ import annotations

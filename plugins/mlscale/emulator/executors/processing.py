@@ -4,8 +4,8 @@ The image is not pulled: its entrypoint runs with the emulator's Python.
 Each instance gets its own root standing in for /opt/ml: mounted at /opt/ml
 in a private mount namespace where the machine allows it, so scripts that
 hard-code /opt/ml/processing/... work; otherwise `/opt/ml/...` in the
-entrypoint and arguments is rewritten to the root (SAGEMAKER_CONTRACTS.md
-section 2: inputs present before start, outputs uploaded at the end, the
+entrypoint and arguments is rewritten to the root (SageMaker Developer Guide,
+"How Amazon SageMaker Processing runs your processing container image": inputs present before start, outputs uploaded at the end, the
 first 1 KB of /opt/ml/output/message becomes ExitMessage).
 """
 

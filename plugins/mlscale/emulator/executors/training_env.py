@@ -1,7 +1,8 @@
 """The SageMaker training environment contract, as pure functions.
 
-Mirrors aws/sagemaker-training-toolkit and the PyTorch toolkit (see
-SAGEMAKER_CONTRACTS.md section 1) so a script written for SageMaker runs
+Mirrors aws/sagemaker-training-toolkit and the PyTorch toolkit (SageMaker
+Developer Guide, "Amazon SageMaker training storage folders" and the toolkit's
+ENVIRONMENT_VARIABLES.md) so a script written for SageMaker runs
 unchanged. The emulator gives every host its own /opt/ml root.
 """
 

@@ -5,7 +5,7 @@ record per request, MultiRecord packs records up to MaxPayloadInMB; outputs
 are written as <input key>.out under S3OutputPath (AssembleWith Line adds a
 newline after each response); instances split the input objects between them.
 Request settings win, then the container's /execution-parameters, then the
-defaults (SAGEMAKER_CONTRACTS.md section 3).
+defaults (SageMaker Developer Guide, "Use your own inference code with batch transform").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Greengrass component recipes: parsing, manifest selection, recipe variables (SAGEMAKER_CONTRACTS.md 5)."""
+"""Greengrass component recipes: parsing, manifest selection, recipe variables (AWS IoT Greengrass
+Developer Guide, "AWS IoT Greengrass component recipe reference")."""
 
 from __future__ import annotations
 

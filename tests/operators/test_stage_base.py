@@ -1,0 +1,54 @@
+"""StageOperator's life without AWS: validate on execute and on resume, wait or not, fail with the reason."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+from airflow.sdk.exceptions import AirflowException, TaskDeferred
+
+from mlscale.hooks.resources import TRAINING
+from mlscale.operators.stage import StageOperator, Wait
+from mlscale.specs.coerce import coerce_fields
+
+
+@dataclass
+class CountSpec:
+    count: int
+    template_fields = ("count",)
+
+    def validate(self) -> None:
+        coerce_fields(self)
+
+
+class CountingStage(StageOperator):
+    aws_hook_class = AwsBaseHook
+
+    def advance(self, context, settled):
+        if settled is None:
+            return Wait(TRAINING, "job-1")
+        return {"count": self.spec.count, "after": settled["state"]}
+
+
+def test_a_resumed_task_converts_its_rendered_spec_again():
+    """The triggerer resumes a fresh task whose templates rendered to strings again (seen on the real stack)."""
+    operator = CountingStage(task_id="count", spec=CountSpec("3"))
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({})
+    assert deferred.value.trigger.kind == "training" and deferred.value.trigger.stop_on_kill is True
+    resumed = CountingStage(task_id="count", spec=CountSpec("3"))
+    event = {"status": "success", "kind": "training", "resource_id": "job-1", "state": "Completed", "reason": None}
+    assert resumed.resume({}, event) == {"count": 3, "after": "Completed"}
+
+
+def test_no_wait_returns_what_a_sensor_needs_and_a_failed_event_names_the_reason():
+    assert CountingStage(task_id="c", spec=CountSpec(1), wait_for_completion=False).execute({}) == {
+        "kind": "training", "resource_id": "job-1"}
+    failed = {"status": "failed", "kind": "training", "resource_id": "job-1", "state": "Failed", "reason": "OOM"}
+    with pytest.raises(AirflowException, match="Training job job-1 failed: OOM"):
+        CountingStage(task_id="c", spec=CountSpec(1)).resume({}, failed)
+    error = {"status": "error", "kind": "training", "resource_id": "job-1", "state": None, "reason": "EndpointConnectionError"}
+    with pytest.raises(AirflowException, match="Waiting for training job job-1 failed: EndpointConnectionError"):
+        CountingStage(task_id="c", spec=CountSpec(1)).resume({}, error)
+    assert CountingStage(task_id="c", spec=CountSpec(1)).multiple_outputs  # train.output["key"] works
