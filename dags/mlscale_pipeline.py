@@ -122,10 +122,12 @@ with DAG(
 
     @task(multiple_outputs=True)
     def stage_raw_data(params=None, data_interval_start=None, data_interval_end=None, dag_run=None, run_id=None):
-        """Make sure the interval's raw partitions exist; the run's layout (window, prefixes, seed)."""
+        """Check the run's params; make sure the interval's raw partitions exist; the run's layout."""
         from mlscale.pipeline.layout import run_layout, training_window
+        from mlscale.pipeline.params import check_run_params
         from mlscale.pipeline.steps import stage_raw_digits
 
+        check_run_params(params)
         start, end = training_window(data_interval_start, data_interval_end, pendulum.instance(dag_run.run_after))
         written = stage_raw_digits(AWS_CONN_ID, BUCKET, RAW_PREFIX, params["database"], start, end,
                                    params["records_per_day"])  # fmt: skip

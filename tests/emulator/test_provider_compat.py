@@ -25,3 +25,44 @@ def test_provider_hook_reports_the_failure_reason(emulator, clients):
     with pytest.raises(AirflowException, match="no GPU found"):
         hook.create_training_job(training_request("provider-fail", source), wait_for_completion=True,
                                  print_log=False, check_interval=1)  # fmt: skip
+
+
+def run_provider_trigger(trigger) -> dict:
+    """A provider trigger's first event, run as the triggerer runs it (aiobotocore against the emulator)."""
+    import asyncio
+
+    async def run():
+        async for event in trigger.run():
+            return event.payload
+
+    return asyncio.run(run())
+
+
+def test_the_providers_deferrable_athena_operator(emulator, clients):
+    """`[operators] default_deferrable = True` makes the example DAG's `etl` defer like this."""
+    from airflow.providers.amazon.aws.operators.athena import AthenaOperator
+    from airflow.sdk.exceptions import TaskDeferred
+
+    operator = AthenaOperator(task_id="q", query="SELECT 1 AS one", database="default",
+                              output_location="s3://mlscale-test/provider-athena/", deferrable=True, sleep_time=1)  # fmt: skip
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({})
+    event = run_provider_trigger(deferred.value.trigger)
+    assert event["status"] == "success"
+    query_id = operator.execute_complete({}, event)
+    assert clients["s3"].list_objects_v2(Bucket="mlscale-test", Prefix=f"provider-athena/{query_id}")["KeyCount"] >= 1
+
+
+def test_the_providers_deferrable_training_operator(emulator, clients):
+    from airflow.providers.amazon.aws.operators.sagemaker import SageMakerTrainingOperator
+    from airflow.sdk.exceptions import TaskDeferred
+
+    source = upload_source(clients["s3"], {"train.py": "print('deferred ok')"}, "code/provider-defer/sourcedir.tar.gz")
+    operator = SageMakerTrainingOperator(task_id="train", config=training_request("provider-deferred", source),
+                                         deferrable=True, check_interval=1, print_log=False)  # fmt: skip
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": None})
+    event = run_provider_trigger(deferred.value.trigger)
+    assert event["status"] == "success", event
+    result = operator.execute_complete({}, event)
+    assert result["Training"]["TrainingJobStatus"] == "Completed"

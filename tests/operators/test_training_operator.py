@@ -168,3 +168,10 @@ def test_neo_compilation_operator_compiles_and_reuses_on_retry(emulator, clients
     assert first["compiled_artifact"] == "s3://mlscale-test/neo-op/out/model-ml_g4dn.tar.gz" and first["target"] == "ml_g4dn"
     again = SageMakerNeoCompilationOperator(task_id="compile", spec=spec, deferrable=False, poll_interval=0.3).execute(context)
     assert again == first  # the completed job is found and reused, not compiled twice
+
+
+@pytest.mark.parametrize("job_name", ["x" * 100, "../../x", "team/job", "-leading-dash"])
+def test_an_explicit_job_name_breaking_the_sagemaker_rule_is_refused_before_any_call(tmp_path, job_name):
+    operator, context = make_operator(tmp_path, QUICK, "badname", deferrable=False, job_name=job_name)
+    with pytest.raises(SpecError, match="job_name: must be 1-63 letters, digits and '-'"):
+        operator.execute(context)

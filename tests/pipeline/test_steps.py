@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pendulum
 import pytest
 
@@ -54,3 +56,18 @@ def test_plan_refuses_an_empty_interval_and_sizes_the_shards():
     assert plan["fsx_enabled"] is False and plan["input_mode"] in ("File", "FastFile")
     forced = plan_training_data({"rows": 70_000, "bytes": 20_000_000, "objects": 7}, {**params, "storage": "fsx_lustre"}, 1)
     assert forced["fsx_enabled"] is True and forced["fsx_storage_capacity_gib"] >= 1200
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"target_device": "bogus"}, "params.target_device: must be a Neo TargetDevice"),
+    ({"quality": {"max_dupes": 0.1}}, "params.quality: unknown threshold 'max_dupes'"),
+    ({"quality": "{'min_rows': 0}"}, "params.quality['min_rows']: must be an integer >= 1"),
+])  # fmt: skip
+def test_a_run_with_bad_params_fails_at_its_first_task(overrides, message):
+    from mlscale.pipeline.params import check_run_params
+    from mlscale.specs import SpecError
+
+    params = {"target_device": "ml_c5", "quality": {"min_rows": 10}}
+    check_run_params(params)
+    with pytest.raises(SpecError, match=re.escape(message)):
+        check_run_params({**params, **overrides})

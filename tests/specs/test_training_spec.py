@@ -40,6 +40,12 @@ BAD_SPECS = [
     ({"framework": "pytorch"}, "image_uri: give image_uri or framework, not both"),
     ({"image_uri": None, "framework": "pytorch"}, "framework_version: is required with framework='pytorch'"),
     ({"instance_type": "g5.2xlarge"}, "instance_type: must look like ml.<family>.<size>"),
+    ({"instance_type": "ml.c5.bogus"}, "instance_type: is not a SageMaker TrainingInstanceType"),
+    ({"instance_type": "ml.c5.large"}, "instance_type: is not a SageMaker TrainingInstanceType (botocore's list) (got 'ml.c5.large')"),  # endpoints only
+    ({"hyperparameters": {"lr": float("nan")}}, "hyperparameters['lr']: must be JSON"),
+    ({"hyperparameters": {"lr": float("inf")}}, "hyperparameters['lr']: must be JSON: a string, number, boolean, list or mapping, not NaN or infinity (Out of range float values are not JSON compliant) (got inf)"),
+    ({"hyperparameters": {"callback": object()}}, "hyperparameters['callback']: must be JSON"),
+    ({"inputs": {"..": "s3://bucket/x/"}}, "inputs['..']: channel names are 1-64 characters of letters, digits, '.', '-' and '_', not only dots"),
     ({"instance_count": 0}, "instance_count: must be an integer from 1 to 100"),
     ({"instance_count": "two"}, "instance_count: must be an integer (got 'two')"),
     ({"use_spot": "maybe"}, "use_spot: must be true or false (got 'maybe')"),

@@ -19,8 +19,9 @@ def install_services() -> None:
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
-    from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform
+    from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform, validation
 
+    validation.install()
     compilation.install()
     endpoints.install()
     training.install()

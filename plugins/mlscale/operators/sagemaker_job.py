@@ -9,8 +9,9 @@ from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 
 from mlscale.hooks.resources import ResourceKind
 from mlscale.links import ConsoleLink
-from mlscale.naming import MAX_LENGTH, resource_name
+from mlscale.naming import MAX_LENGTH, NAME_PATTERN, resource_name
 from mlscale.operators.stage import StageOperator, Wait
+from mlscale.specs.rules import require
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -39,6 +40,12 @@ class SageMakerJobOperator(StageOperator):
 
     def _result(self, description: dict) -> dict[str, Any]:
         return self.kind.summary(description)
+
+    def execute(self, context: Context) -> Any:
+        if self.job_name is not None:  # before any AWS call, like the spec
+            require(isinstance(self.job_name, str) and bool(NAME_PATTERN.match(self.job_name)), "job_name",
+                    "must be 1-63 letters, digits and '-' (a SageMaker job name)", self.job_name)  # fmt: skip
+        return super().execute(context)
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         job_name, existing = self._current_attempt(context)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 from mlscale.specs import rules
@@ -12,13 +11,7 @@ from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.rules import require
 
 
-@cache
-def _enum(shape: str) -> tuple[str, ...]:
-    """Allowed values from botocore's SageMaker model (TargetDevice, Framework, TargetPlatformOs, ...)."""
-    import botocore.session
-
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    return tuple(model.shape_for(shape).enum)
+_enum = rules.sagemaker_enum  # TargetDevice, Framework, TargetPlatformOs, ...
 
 
 @dataclass

@@ -43,8 +43,7 @@ class EndpointSpec:
         rules.s3_uri(self.model_artifact, "model_artifact")
         rules.role_arn(self.role_arn)
         require(bool(self.image_uri), "image_uri", "is required (the inference container image)")
-        require(bool(rules.INSTANCE_TYPE.match(self.instance_type or "")), "instance_type",
-                "must look like ml.<family>.<size>", self.instance_type)  # fmt: skip
+        rules.instance_type(self.instance_type, "instance_type", "ProductionVariantInstanceType")
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         rules.in_range(self.min_capacity, "min_capacity", 1, 100)  # Application Auto Scaling: MinCapacity >= 1
         rules.in_range(self.max_capacity, "max_capacity", self.min_capacity, 1000)

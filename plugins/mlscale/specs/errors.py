@@ -7,5 +7,6 @@ class SpecError(ValueError):
     def __init__(self, field: str, rule: str, value: object = None):
         self.field = field
         self.rule = rule
+        self.value = value
         shown = "" if value is None else f" (got {value!r})"
         super().__init__(f"{field}: {rule}{shown}")

@@ -51,6 +51,7 @@ class EvaluationSpec:
                 "must be from 0 to 1", self.min_value)  # fmt: skip
         require(isinstance(self.champion_tolerance, (int, float)) and 0 <= self.champion_tolerance <= 1,
                 "champion_tolerance", "must be from 0 to 1", self.champion_tolerance)  # fmt: skip
+        rules.instance_type(self.instance_type, "instance_type", "TransformInstanceType")
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         require(self.batch_strategy in ("MultiRecord", "SingleRecord"), "batch_strategy",
                 "must be MultiRecord or SingleRecord", self.batch_strategy)  # fmt: skip

@@ -61,6 +61,7 @@ class ProcessingSpec:
         require(bool(self.image_uri), "image_uri", "is required (the processing container image)")
         rules.s3_uri(self.code_location, "code_location")
         require(isinstance(self.arguments, list), "arguments", "must be a list", self.arguments)
+        rules.instance_type(self.instance_type, "instance_type", "ProcessingInstanceType")
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         rules.in_range(self.volume_size_gb, "volume_size_gb", 1, 16384)
         rules.in_range(self.max_runtime_seconds, "max_runtime_seconds", 1, 5 * 24 * 3600)
@@ -69,16 +70,14 @@ class ProcessingSpec:
         for name, item in self.inputs.items():
             require(bool(rules.NAME.match(name)), f"inputs[{name!r}]", "names are 1-63 letters, digits and '-'")
             rules.s3_uri(item.s3_uri, f"inputs[{name!r}].s3_uri")
-            require(item.local_path.startswith(LOCAL_ROOT), f"inputs[{name!r}].local_path",
-                    f"must start with {LOCAL_ROOT}", item.local_path)  # fmt: skip
+            rules.path_under(item.local_path, f"inputs[{name!r}].local_path", LOCAL_ROOT)
             require(item.distribution in ("FullyReplicated", "ShardedByS3Key"), f"inputs[{name!r}].distribution",
                     "must be FullyReplicated or ShardedByS3Key", item.distribution)  # fmt: skip
         require(len(self.outputs) <= 10, "outputs", "at most 10 outputs")
         for name, item in self.outputs.items():
             require(bool(rules.NAME.match(name)), f"outputs[{name!r}]", "names are 1-63 letters, digits and '-'")
             rules.s3_uri(item.s3_uri, f"outputs[{name!r}].s3_uri")
-            require(item.local_path.startswith(LOCAL_ROOT), f"outputs[{name!r}].local_path",
-                    f"must start with {LOCAL_ROOT}", item.local_path)  # fmt: skip
+            rules.path_under(item.local_path, f"outputs[{name!r}].local_path", LOCAL_ROOT)
         rules.tags(self.tags)
 
 

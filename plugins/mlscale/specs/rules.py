@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
+from functools import cache
 from typing import Any
 
 from mlscale.naming import NAME_PATTERN
@@ -17,6 +19,29 @@ S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
 def require(condition: bool, field: str, rule: str, value: Any = None) -> None:
     if not condition:
         raise SpecError(field, rule, value)
+
+
+@cache
+def sagemaker_enum(shape: str) -> tuple[str, ...]:
+    """Allowed values from botocore's SageMaker model (TrainingInstanceType, TargetDevice, Framework, ...)."""
+    import botocore.session
+
+    model = botocore.session.get_session().get_service_model("sagemaker")
+    return tuple(model.shape_for(shape).enum)
+
+
+def instance_type(value: Any, field: str, shape: str) -> None:
+    """An instance type the API takes for this kind of job (`shape`: TrainingInstanceType, ...)."""
+    require(isinstance(value, str) and bool(INSTANCE_TYPE.match(value)), field,
+            "must look like ml.<family>.<size>, e.g. ml.g5.2xlarge", value)  # fmt: skip
+    require(value in sagemaker_enum(shape), field, f"is not a SageMaker {shape} (botocore's list)", value)
+
+
+def path_under(value: Any, field: str, root: str) -> None:
+    """An absolute path that stays below `root` once `..` and `.` are resolved."""
+    require(isinstance(value, str) and value.startswith("/"), field, f"must be an absolute path below {root}", value)
+    require((posixpath.normpath(value) + "/").startswith(root.rstrip("/") + "/"), field,
+            f"must stay below {root} ('..' may not leave it)", value)  # fmt: skip
 
 
 def role_arn(value: Any, field: str = "role_arn") -> None:

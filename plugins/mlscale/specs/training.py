@@ -135,8 +135,7 @@ class TrainingSpec:
         if self.code_location is not None:
             rules.s3_uri(self.code_location, "code_location")
         self._validate_image()
-        require(bool(rules.INSTANCE_TYPE.match(self.instance_type or "")), "instance_type",
-                "must look like ml.<family>.<size>, e.g. ml.g5.2xlarge", self.instance_type)  # fmt: skip
+        rules.instance_type(self.instance_type, "instance_type", "TrainingInstanceType")
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         rules.in_range(self.volume_size_gb, "volume_size_gb", 1, 16384)
         require(self.distribution in (None, *DISTRIBUTIONS), "distribution",
@@ -168,7 +167,12 @@ class TrainingSpec:
             name = f"hyperparameters[{key!r}]"
             require(isinstance(key, str) and 1 <= len(key) <= 256, name, "keys are strings of 1-256 characters")
             require(not key.startswith("sagemaker_"), name, "the sagemaker_ prefix is reserved for the toolkit")
-            require(len(json.dumps(value)) <= 2500, name, "values are at most 2500 characters once JSON-encoded")
+            try:
+                encoded = json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError) as error:
+                raise SpecError(name, f"must be JSON: a string, number, boolean, list or mapping, not NaN or "
+                                      f"infinity ({error})", value) from None  # fmt: skip
+            require(len(encoded) <= 2500, name, "values are at most 2500 characters once JSON-encoded")
 
     def _validate_inputs(self) -> None:
         require(self.input_mode in INPUT_MODES, "input_mode",
@@ -179,8 +183,9 @@ class TrainingSpec:
         except TypeError as error:
             raise SpecError("inputs", f"a channel dict has unknown keys: {error}") from None
         for name, channel in channels.items():
-            require(bool(CHANNEL_NAME.match(name)), f"inputs[{name!r}]",
-                    "channel names are 1-64 characters of letters, digits, '.', '-' and '_'")  # fmt: skip
+            require(bool(CHANNEL_NAME.match(name)) and name.strip(".") != "", f"inputs[{name!r}]",
+                    "channel names are 1-64 characters of letters, digits, '.', '-' and '_', not only dots "
+                    "(the channel is the directory /opt/ml/input/data/<name>)")  # fmt: skip
             if isinstance(channel, FileSystemChannel):
                 require(bool(self.subnets), f"inputs[{name!r}]",
                         "a file system channel needs subnets and security_group_ids (VpcConfig)")  # fmt: skip

@@ -23,17 +23,29 @@ def list_keys(s3, uri: str) -> list[str]:
     return sorted(keys)
 
 
+class KeyOutsideChannel(ValueError):
+    """An object's key resolves outside the directory it is downloaded into (`..` segments)."""
+
+
+def inside(dest: Path, relative: str) -> Path:
+    """`dest / relative`, refused when `..` would take it out of `dest` (S3 keys may hold any text)."""
+    target = (dest / relative).resolve()
+    if target != dest.resolve() and dest.resolve() not in target.parents:
+        raise KeyOutsideChannel(f"the object key {relative!r} leaves its channel directory")
+    return target
+
+
 def download_prefix(s3, uri: str, dest: Path, keys: list[str] | None = None) -> int:
     """Download the objects under `uri` into `dest`, keeping paths relative to the prefix.
 
-    Returns the number of bytes written.
+    Returns the number of bytes written. A key whose relative path leaves `dest` fails the download.
     """
     bucket, prefix = split_s3_uri(uri)
     keys = list_keys(s3, uri) if keys is None else keys
     total = 0
     for key in keys:
         relative = key[len(prefix):].lstrip("/") or Path(key).name
-        target = dest / relative
+        target = inside(dest, relative)
         target.parent.mkdir(parents=True, exist_ok=True)
         s3.download_file(bucket, key, str(target))
         total += target.stat().st_size

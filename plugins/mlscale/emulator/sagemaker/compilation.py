@@ -8,6 +8,7 @@ from moto.sagemaker import models as sm_models
 from moto.sagemaker import responses as sm_responses
 
 from mlscale.emulator.executors.compilation import CompilationRun
+from mlscale.emulator.sagemaker import requests
 
 _MotoCompilationJob = sm_models.CompilationJob
 
@@ -27,6 +28,7 @@ class EmulatedCompilationJob(_MotoCompilationJob):
 
 
 def _response_create(self):
+    requests.compilation(self._get_params())
     result = _moto_response_create(self)
     job = self.sagemaker_backend.compilation_jobs[self._get_param("CompilationJobName")]
     CompilationRun(job, region=self.region).start()

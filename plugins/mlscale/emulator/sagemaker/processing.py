@@ -11,6 +11,7 @@ from moto.sagemaker.exceptions import ValidationError
 
 from mlscale.emulator.executors.processing import ProcessingRun
 from mlscale.emulator.sagemaker.training import ResourceInUse
+from mlscale.emulator.sagemaker import requests
 
 _runs: dict[str, ProcessingRun] = {}
 _MotoProcessingJob = sm_models.FakeProcessingJob
@@ -45,6 +46,7 @@ def _stop_processing_job(self, processing_job_name: str) -> None:
 
 
 def _response_create(self) -> ActionResult:
+    requests.processing(self._get_params())
     result = _moto_response_create(self)
     job = self.sagemaker_backend.processing_jobs[self._get_param("ProcessingJobName")]
     job.processing_resources = self._get_param("ProcessingResources") or {}

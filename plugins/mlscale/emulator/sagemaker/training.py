@@ -16,6 +16,7 @@ from moto.sagemaker.exceptions import ValidationError
 from moto.core.responses import ActionResult, EmptyResult
 
 from mlscale.emulator.executors.training import TrainingRun
+from mlscale.emulator.sagemaker import requests
 
 _runs: dict[str, TrainingRun] = {}
 _MotoTrainingJob = sm_models.FakeTrainingJob
@@ -72,6 +73,7 @@ def _stop_training_job(self, training_job_name: str) -> None:
 
 
 def _response_create_training_job(self) -> ActionResult:
+    requests.training(self._get_params())
     result = _moto_response_create(self)
     job = self.sagemaker_backend.training_jobs[self._get_param("TrainingJobName")]
     # moto's backend drops these request fields; the executor needs them.

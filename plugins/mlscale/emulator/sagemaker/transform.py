@@ -11,6 +11,7 @@ from moto.sagemaker.exceptions import ValidationError
 
 from mlscale.emulator.executors.transform import TransformRun
 from mlscale.emulator.sagemaker.training import ResourceInUse
+from mlscale.emulator.sagemaker import requests
 
 _runs: dict[str, TransformRun] = {}
 
@@ -39,6 +40,7 @@ def _stop(self, transform_job_name: str) -> None:
 
 
 def _response_create(self) -> ActionResult:
+    requests.transform(self._get_params())
     result = _moto_response_create(self)
     job = self.sagemaker_backend.transform_jobs[self._get_param("TransformJobName")]
     run = TransformRun(job, region=self.region)

@@ -1,0 +1,69 @@
+"""Request rules moto does not check but SageMaker does; the emulator must, since names become paths.
+
+A job's name, its channels and a processing job's LocalPaths name directories in the emulator's home:
+`../../x` would write outside it. Each broken rule answers 400 ValidationException, worded as
+SageMaker words its constraint errors, before anything is created.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from typing import Any
+
+from moto.sagemaker.exceptions import ValidationError
+
+NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")  # every SageMaker job and resource name
+CHANNEL = re.compile(r"^[A-Za-z0-9\.\-_]{1,64}$")
+PROCESSING_ROOT = "/opt/ml/processing/"
+
+
+def _constraint(value: Any, field: str, rule: str) -> ValidationError:
+    return ValidationError(f"1 validation error detected: Value '{value}' at '{field}' failed to satisfy "
+                           f"constraint: {rule}")  # fmt: skip
+
+
+def name(value: Any, field: str) -> None:
+    if not isinstance(value, str) or not NAME.match(value):
+        raise _constraint(value, field, f"Member must satisfy regular expression pattern: {NAME.pattern}")
+
+
+def instance_count(value: Any, field: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise _constraint(value, field, "Member must have value greater than or equal to 1")
+
+
+def training(params: dict) -> None:
+    name(params.get("TrainingJobName"), "trainingJobName")
+    instance_count((params.get("ResourceConfig") or {}).get("InstanceCount"), "resourceConfig.instanceCount")
+    for index, channel in enumerate(params.get("InputDataConfig") or []):
+        channel_name = channel.get("ChannelName")
+        if not isinstance(channel_name, str) or not CHANNEL.match(channel_name) or not channel_name.strip("."):
+            raise _constraint(channel_name, f"inputDataConfig.{index + 1}.member.channelName",
+                              f"Member must satisfy regular expression pattern: {CHANNEL.pattern}, and not be only "
+                              "dots (the channel is the directory /opt/ml/input/data/<name>)")  # fmt: skip
+
+
+def processing(params: dict) -> None:
+    name(params.get("ProcessingJobName"), "processingJobName")
+    cluster = (params.get("ProcessingResources") or {}).get("ClusterConfig") or {}
+    instance_count(cluster.get("InstanceCount"), "processingResources.clusterConfig.instanceCount")
+    paths = [(f"processingInputs.{i + 1}.member.s3Input.localPath", (item.get("S3Input") or {}).get("LocalPath"))
+             for i, item in enumerate(params.get("ProcessingInputs") or [])]
+    outputs = (params.get("ProcessingOutputConfig") or {}).get("Outputs") or []
+    paths += [(f"processingOutputConfig.outputs.{i + 1}.member.s3Output.localPath",
+               (item.get("S3Output") or {}).get("LocalPath")) for i, item in enumerate(outputs)]  # fmt: skip
+    for field, path in paths:
+        if path is None:
+            continue
+        if not isinstance(path, str) or not (posixpath.normpath(path) + "/").startswith(PROCESSING_ROOT):
+            raise _constraint(path, field, f"LocalPath must be an absolute path below {PROCESSING_ROOT}")
+
+
+def transform(params: dict) -> None:
+    name(params.get("TransformJobName"), "transformJobName")
+    instance_count((params.get("TransformResources") or {}).get("InstanceCount"), "transformResources.instanceCount")
+
+
+def compilation(params: dict) -> None:
+    name(params.get("CompilationJobName"), "compilationJobName")

@@ -1,0 +1,34 @@
+"""The example DAG's params that its form cannot check, checked when the run starts, before any AWS call.
+
+A bad `target_device` would otherwise fail only at `compile`, after training; an unknown quality
+threshold only at `quality`, after the ETL. (The form's JSON schema cannot hold botocore's list of Neo
+targets without loading botocore's SageMaker model at every parse.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlscale.specs.coerce import convert
+from mlscale.specs.errors import SpecError
+
+
+def check_run_params(params: dict[str, Any]) -> None:
+    from mlscale.quality.profile import QualityThresholds
+    from mlscale.specs.rules import sagemaker_enum
+
+    targets = sagemaker_enum("TargetDevice")
+    if params["target_device"] not in targets:
+        raise SpecError("params.target_device", f"must be a Neo TargetDevice: one of {', '.join(targets)}",
+                        params["target_device"])  # fmt: skip
+    quality = params["quality"]
+    if isinstance(quality, str):
+        quality = convert(quality, dict, "params.quality")
+    unknown = sorted(set(quality) - set(QualityThresholds.__dataclass_fields__))
+    if unknown:
+        raise SpecError("params.quality", f"unknown threshold {unknown[0]!r}; known: "
+                        f"{', '.join(sorted(QualityThresholds.__dataclass_fields__))}")  # fmt: skip
+    try:
+        QualityThresholds(**quality).validate()
+    except SpecError as error:
+        raise SpecError(f"params.quality[{error.field!r}]", error.rule, error.value) from None

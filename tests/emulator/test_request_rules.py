@@ -1,0 +1,97 @@
+"""The emulator refuses what SageMaker refuses, before it writes a file: names, channels, paths, counts."""
+
+from __future__ import annotations
+
+import botocore.config
+import pytest
+from botocore.exceptions import ClientError
+
+from tests.conftest import training_request, upload_source, wait_for_job
+
+pytestmark = pytest.mark.emulator
+
+
+@pytest.fixture(scope="module")
+def raw_sagemaker(emulator):
+    """A client that sends what it is given, as a hand-written request or another SDK would."""
+    import boto3
+
+    return boto3.client("sagemaker", endpoint_url=emulator.endpoint_url, region_name="us-east-1",
+                        config=botocore.config.Config(parameter_validation=False))  # fmt: skip
+
+
+def refused(call, **request) -> str:
+    with pytest.raises(ClientError) as error:
+        call(**request)
+    assert error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert error.value.response["Error"]["Code"] == "ValidationException"
+    return error.value.response["Error"]["Message"]
+
+
+def test_a_job_name_that_is_a_path_is_refused(emulator, clients, raw_sagemaker):
+    source = upload_source(clients["s3"], {"train.py": "print(1)"}, "code/rules/sourcedir.tar.gz")
+    message = refused(raw_sagemaker.create_training_job, **training_request("../../escaped", source))
+    assert "trainingJobName" in message and "regular expression pattern" in message
+    assert not (emulator.home.parent / "escaped").exists()
+
+
+def test_channel_names_and_instance_counts(clients, raw_sagemaker):
+    source = upload_source(clients["s3"], {"train.py": "print(1)"}, "code/rules/sourcedir.tar.gz")
+    request = training_request("dots-channel", source, channels={"..": "s3://mlscale-test/data/"})
+    assert "channelName" in refused(raw_sagemaker.create_training_job, **request)
+    request = training_request("minus-one", source)
+    request["ResourceConfig"]["InstanceCount"] = -1  # botocore's model: min 0
+    assert "ResourceConfig.InstanceCount, value: -1" in refused(raw_sagemaker.create_training_job, **request)
+    request["ResourceConfig"]["InstanceCount"] = 0  # 0 only with instance groups, which the emulator does not run
+    assert "greater than or equal to 1" in refused(raw_sagemaker.create_training_job, **request)
+
+
+def test_a_processing_local_path_may_not_leave_the_processing_root(raw_sagemaker):
+    request = {
+        "ProcessingJobName": "escaping-path", "RoleArn": "arn:aws:iam::123456789012:role/r",
+        "AppSpecification": {"ImageUri": "image:1"},
+        "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge",
+                                                  "VolumeSizeInGB": 1}},
+        "ProcessingInputs": [{"InputName": "data", "S3Input": {"S3Uri": "s3://mlscale-test/data/",
+                                                               "LocalPath": "/opt/ml/processing/../../../tmp/x",
+                                                               "S3DataType": "S3Prefix", "S3InputMode": "File"}}],
+        "StoppingCondition": {"MaxRuntimeInSeconds": 60},
+    }  # fmt: skip
+    assert "localPath" in refused(raw_sagemaker.create_processing_job, **request)
+
+
+def test_an_object_key_that_leaves_its_channel_fails_the_job_and_writes_nothing(emulator, clients):
+    clients["s3"].put_object(Bucket="mlscale-test", Key="escape/chan/../../../../../../tmp/mlscale-escape",
+                             Body=b"x")  # fmt: skip
+    source = upload_source(clients["s3"], {"train.py": "print(1)"}, "code/rules/sourcedir.tar.gz")
+    clients["sagemaker"].create_training_job(**training_request("key-escape", source,
+                                                                channels={"train": "s3://mlscale-test/escape/chan/"}))
+    job = wait_for_job(clients["sagemaker"], "key-escape")
+    assert job["TrainingJobStatus"] == "Failed" and "leaves its channel directory" in job["FailureReason"]
+    import pathlib
+
+    assert not pathlib.Path("/tmp/mlscale-escape").exists()
+
+
+def test_malformed_requests_get_400_json_naming_the_member(emulator):
+    import json
+    import urllib.request
+
+    def post(body: bytes, target: str = "SageMaker.CreateTrainingJob"):
+        request = urllib.request.Request(emulator.endpoint_url, data=body, method="POST", headers={
+            "Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": target,
+            "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261203/us-east-1/sagemaker/aws4_request, "
+                             "SignedHeaders=host, Signature=x"})  # fmt: skip
+        try:
+            urllib.request.urlopen(request)
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+        raise AssertionError("accepted")
+
+    status, body = post(b"{not json")
+    assert status == 400 and body["__type"] == "SerializationException"
+    status, body = post(json.dumps({"TrainingJobName": "no-role", "AlgorithmSpecification": {
+        "TrainingImage": "i", "TrainingInputMode": "File"}, "OutputDataConfig": {"S3OutputPath": "s3://b/o"},
+        "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 60}}).encode())  # fmt: skip
+    assert status == 400 and body["__type"] == "ValidationException" and "RoleArn" in body["message"]
