@@ -58,7 +58,7 @@ class Fleet:
                                      f"{variant['VariantName']}/i-emulated{index:04d}")  # fmt: skip
                 self._shippers.append(shipper)
                 env = {"SAGEMAKER_REGION": self.region, "PYTHONUNBUFFERED": "1", **(container.get("Environment") or {})}
-                servers.append(ModelContainer(Path(model_dir), None, _base_env(env), shipper))
+                servers.append(ModelContainer(Path(model_dir), None, _base_env(env), shipper, container.get("Image", "")))
             self.servers[variant["VariantName"]] = servers
             self._round_robin[variant["VariantName"]] = itertools.cycle(servers)
         for servers in self.servers.values():

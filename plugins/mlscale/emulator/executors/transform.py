@@ -68,10 +68,12 @@ def batches(records: list[bytes], strategy: str, max_payload_mb: int, split_type
 class ModelContainer:
     """One instance's model server process."""
 
-    def __init__(self, model_dir: Path, code_dir: Path | None, env: dict[str, str], shipper: LogShipper):
+    def __init__(self, model_dir: Path, code_dir: Path | None, env: dict[str, str], shipper: LogShipper,
+                 image: str = ""):  # fmt: skip
         self.port = free_port()
+        # the image is not pulled; its name says which framework's inference toolkit (default handlers) it runs
         command = [sys.executable, "-m", "mlscale.emulator.serving", "--model-dir", str(model_dir),
-                   "--port", str(self.port)] + (["--code-dir", str(code_dir)] if code_dir else [])  # fmt: skip
+                   "--port", str(self.port), "--image", image] + (["--code-dir", str(code_dir)] if code_dir else [])  # fmt: skip
         self.process, self.tail = launch(command, cwd=model_dir, env=env, on_line=shipper.write)
         self.url = f"http://127.0.0.1:{self.port}"
 
@@ -187,7 +189,8 @@ class TransformRun:
                 model_dir, code_dir = self._unpack(s3, container, index)
                 shipper = LogShipper(logs, LOG_GROUP, f"{job.transform_job_name}/i-emulated{index:04d}")
                 shippers.append(shipper)
-                containers.append(ModelContainer(model_dir, code_dir, self._env(container), shipper))
+                containers.append(ModelContainer(model_dir, code_dir, self._env(container), shipper,
+                                                 container.get("Image", "")))  # fmt: skip
             for model_server in containers:
                 model_server.wait_ready()
             with ThreadPoolExecutor(max_workers=count) as pool:

@@ -9,7 +9,7 @@ import traceback
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from mlscale.emulator.serving.handlers import HandlerChain, HandlerError, default_accept
+from mlscale.emulator.serving.handlers import HandlerChain, HandlerError, default_accept, framework_of
 
 MAX_BODY = 6 * 1024 * 1024  # 6 MB, the real-time limit; Batch Transform raises it with SAGEMAKER_MAX_PAYLOAD_IN_MB
 
@@ -65,10 +65,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--model-dir", required=True)
     parser.add_argument("--code-dir")
+    parser.add_argument("--image", default="", help="the container image: picks the framework's default handlers")
     parser.add_argument("--port", type=int, default=int(os.environ.get("SAGEMAKER_BIND_TO_PORT", 8080)))
     args = parser.parse_args()
     chain = HandlerChain(Path(args.model_dir), Path(args.code_dir) if args.code_dir else None,
-                         os.environ.get("SAGEMAKER_PROGRAM", "inference.py"))  # fmt: skip
+                         os.environ.get("SAGEMAKER_PROGRAM", "inference.py"), framework_of(args.image))  # fmt: skip
     max_body = MAX_BODY
     if os.environ.get("SAGEMAKER_BATCH") == "true":
         megabytes = int(os.environ.get("SAGEMAKER_MAX_PAYLOAD_IN_MB", 6))

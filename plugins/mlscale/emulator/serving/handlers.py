@@ -1,5 +1,11 @@
 """The inference toolkit's handler chain: the user's model_fn/input_fn/predict_fn/output_fn or transform_fn,
-else the PyTorch toolkit's defaults (TorchScript model.pt; JSON, CSV and NPY codecs)."""
+else the defaults of the framework the container image is for:
+
+- PyTorch (sagemaker-pytorch-inference-toolkit): a TorchScript model.pt; JSON, CSV and NPY in as a tensor;
+  `model(data)` under no_grad.
+- scikit-learn (sagemaker-scikit-learn-container): the script must define model_fn (the container has
+  no default); JSON, CSV and NPY in as a NumPy array; `model.predict(data)`.
+Both answer JSON, CSV or NPY by the Accept header."""
 
 from __future__ import annotations
 
@@ -71,6 +77,46 @@ def default_predict_fn(data, model):
         return model(data)
 
 
+def numpy_input_fn(body: bytes | str, content_type: str):
+    """The scikit-learn container's decoders: JSON, CSV and NPY to a NumPy array."""
+    import numpy as np
+
+    content_type = (content_type or "").split(";")[0].strip()
+    if content_type == JSON:
+        return np.asarray(json.loads(body))
+    if content_type == CSV:
+        return np.loadtxt(io.StringIO(body if isinstance(body, str) else body.decode()), delimiter=",", ndmin=2)
+    if content_type == NPY:
+        return np.load(io.BytesIO(body), allow_pickle=False)
+    raise HandlerError(415, f"Content type {content_type or '(none)'} is not supported by this framework: "
+                       f"use {JSON}, {CSV} or {NPY}")  # fmt: skip
+
+
+def sklearn_model_fn(model_dir: str):
+    raise ValueError("the scikit-learn container has no default model_fn: the inference script must define "
+                     f"model_fn(model_dir) (it found none for {model_dir})")
+
+
+def sklearn_predict_fn(data, model):
+    return model.predict(data)
+
+
+# framework -> (model_fn, input_fn, predict_fn): each toolkit's defaults (output_fn is the same in both)
+DEFAULTS = {
+    "pytorch": (default_model_fn, default_input_fn, default_predict_fn),
+    "sklearn": (sklearn_model_fn, numpy_input_fn, sklearn_predict_fn),
+}
+
+
+def framework_of(image: str) -> str:
+    """Which framework an image is for, by its repository name (AWS's Deep Learning Containers and the
+    SageMaker framework images name it: pytorch-inference, sagemaker-scikit-learn, ...)."""
+    repository = image.rsplit("/", 1)[-1].split(":")[0].lower()
+    if "scikit-learn" in repository or "sklearn" in repository:
+        return "sklearn"
+    return "pytorch"
+
+
 def default_output_fn(prediction, accept: str):
     import numpy as np
 
@@ -90,16 +136,17 @@ def default_output_fn(prediction, accept: str):
 
 
 class HandlerChain:
-    def __init__(self, model_dir: Path, code_dir: Path | None, program: str):
+    def __init__(self, model_dir: Path, code_dir: Path | None, program: str, framework: str = "pytorch"):
         module = load_user_module(model_dir, code_dir, program)
         pick = lambda name, default: getattr(module, name, None) or default  # noqa: E731
+        model_fn, input_fn, predict_fn = DEFAULTS[framework]
         self.transform_fn = getattr(module, "transform_fn", None)
         if self.transform_fn and any(hasattr(module, n) for n in ("input_fn", "predict_fn", "output_fn")):
             raise ValueError("transform_fn cannot be combined with input_fn, predict_fn or output_fn")
-        self.input_fn = pick("input_fn", default_input_fn)
-        self.predict_fn = pick("predict_fn", default_predict_fn)
+        self.input_fn = pick("input_fn", input_fn)
+        self.predict_fn = pick("predict_fn", predict_fn)
         self.output_fn = pick("output_fn", default_output_fn)
-        self.model = pick("model_fn", default_model_fn)(str(model_dir))
+        self.model = pick("model_fn", model_fn)(str(model_dir))
 
     def __call__(self, body: bytes, content_type: str, accept: str):
         if self.transform_fn:
