@@ -157,3 +157,13 @@ def test_missing_input_data_fails_with_the_s3_reason(clients):
     job = wait_for_job(clients["sagemaker"], "no-data")
     assert job["TrainingJobStatus"] == "Failed"
     assert 'No S3 objects found under S3 URL "s3://mlscale-test/nothing-here/"' in job["FailureReason"]
+
+
+def test_requirements_the_job_python_already_has_are_not_installed_again(clients, emulator):
+    """A requirements.txt naming torch (as many public scripts' do) must not copy 1 GB into the job."""
+    script = "import torch, numpy\nprint('torch', torch.__version__, flush=True)\n"
+    start(clients, "requirements-satisfied", {"train.py": script, "requirements.txt": "torch\nnumpy>=1\n"})
+    job = wait_for_job(clients["sagemaker"], "requirements-satisfied")
+    assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
+    [site] = (emulator.jobs_dir / "training" / "requirements-satisfied" / "venv").glob("lib/python*/site-packages")
+    assert not (site / "torch").exists() and sum(f.stat().st_size for f in site.rglob("*") if f.is_file()) < 1_000_000

@@ -215,9 +215,18 @@ class TrainingRun:
         requirements = layouts[0].code_dir / "requirements.txt"
         if not requirements.exists():
             return
-        # The toolkit pip-installs into the image; here into one folder per job, on PYTHONPATH.
+        # The toolkit pip-installs into the image, where what the image has is already satisfied. Here: a
+        # venv per job that sees the job Python's packages through a .pth file (pip --target would copy
+        # torch again, ~1 GB; --system-site-packages would see the base interpreter's, not this venv's);
+        # only what is missing lands in its site-packages, which goes on the job's PYTHONPATH.
+        import site
+
+        venv = self.job_dir / "venv"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        for packages in venv.glob("lib/python*/site-packages"):
+            (packages / "_job_python.pth").write_text("\n".join(site.getsitepackages()) + "\n")
         result = subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(self.job_dir / "site"),
+            [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
              "-r", str(requirements)],
             capture_output=True, text=True,
         )  # fmt: skip
@@ -294,8 +303,8 @@ class TrainingRun:
                 num_cpus=os.cpu_count() or 1,
             )
         )
-        site = self.job_dir / "site"
-        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (layout.code_dir, site) if p.exists())
+        sites = sorted((self.job_dir / "venv").glob("lib/python*/site-packages"))  # what requirements.txt added
+        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (layout.code_dir, *sites) if p.exists())
         env["PYTHONUNBUFFERED"] = "1"
         # The job's own AWS calls reach the emulator, as its role's calls would reach AWS.
         endpoint = settings.current().endpoint_url
