@@ -67,12 +67,14 @@ def test_marking_a_deferred_training_task_failed_stops_its_job(airflow_stack, da
     stack, dag_id = airflow_stack, "mlscale_minimal"
     stack.unpause(dag_id)
     run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 200})
+    name = resource_name(dag_id, "train", run_id)  # the stage's deterministic job name
+    # Airflow calls a trigger's on_kill only while the triggerer runs it: wait until the trigger logs the job
     deadline = time.monotonic() + 300
-    while stack.task_states(run_id, dag_id).get("train", {}).get("state") != "deferred":
+    while stack.task_states(run_id, dag_id).get("train", {}).get("state") != "deferred" or (
+            f"{name}: Training" not in stack.task_log(run_id, "train", dag_id=dag_id)):
         assert time.monotonic() < deadline, dump(stack.task_states(run_id, dag_id))
         time.sleep(1)
     sagemaker = emulator_client(stack, "sagemaker")
-    name = resource_name(dag_id, "train", run_id)  # the stage's deterministic job name
     assert sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] == "InProgress"
     with stack.api() as api:  # what "Mark as failed" in the UI sends
         api.patch(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/train",

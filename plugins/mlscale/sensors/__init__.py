@@ -94,6 +94,8 @@ class StageSensor(AwsBaseSensor[AwsBaseHook]):
 
 def _sensor(name: str, kind: ResourceKind, id_field: str, doc: str) -> type[StageSensor]:
     def __init__(self, **kwargs: Any):
+        if id_field not in kwargs:
+            raise TypeError(f"{name} needs {id_field}=: the {kind.noun} to wait for")
         setattr(self, id_field, kwargs.pop(id_field))
         StageSensor.__init__(self, **kwargs)
 
