@@ -67,3 +67,19 @@ def _model_bytes(s3, uri: str) -> bytes:
     body = s3.get_object(Bucket="mlscale-test", Key=uri.split("/", 3)[3])["Body"].read()
     with tarfile.open(fileobj=io.BytesIO(body)) as tar:
         return tar.extractfile("model.pt").read()
+
+
+def test_a_retry_after_a_kill_deploys_again_instead_of_reporting_the_canceled_one(compiled, clients, emulator):
+    """on_kill cancels the deployment; the task's next try must not find only that canceled one."""
+    import boto3
+    from airflow.sdk.exceptions import TaskDeferred
+
+    context = {"ti": FakeTI("deploy_edge", run_id="manual__edge-killed")}
+    with pytest.raises(TaskDeferred) as deferred:
+        operator(compiled, "op-fleet", deferrable=True).execute(context)
+    greengrass = boto3.client("greengrassv2", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+    killed = deferred.value.trigger.resource_id
+    greengrass.cancel_deployment(deploymentId=killed)  # what the trigger's on_kill calls
+    retried = operator(compiled, "op-fleet").execute(context)
+    assert retried["deployment_id"] != killed and retried["status"] == "COMPLETED"
+    assert greengrass.get_deployment(deploymentId=killed)["deploymentStatus"] == "CANCELED"

@@ -76,17 +76,25 @@ class GreengrassEdgeDeployOperator(StageOperator):
         self._create_component(version, app_uri, digest)
         group_arn = self.aws_client("iot").describe_thing_group(thingGroupName=spec.thing_group_name)["thingGroupArn"]
         ti = context["ti"]
-        token = resource_name(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1))
-        deployment = self.hook.conn.create_deployment(
-            targetArn=group_arn, deploymentName=token, clientToken=token,
-            components={spec.component_name: {"componentVersion": version}},
-            deploymentPolicies={"failureHandlingPolicy": spec.failure_handling,
-                                "componentUpdatePolicy": {"timeoutInSeconds": spec.component_timeout,
-                                                          "action": "NOTIFY_COMPONENTS"}},
-            iotJobConfiguration={"abortConfig": {"criteriaList": [{
-                "failureType": "FAILED", "action": "CANCEL", "thresholdPercentage": float(spec.abort_threshold_percent),
-                "minNumberOfExecutedThings": 1}]}},
-        )  # fmt: skip
+        for attempt in range(1, 100):
+            # one deployment per task run (the client token); one that ended CANCELED or FAILED (the task
+            # was killed, or the abort criteria tripped) gets a new attempt on the next try, as a job does
+            token = resource_name(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1), attempt=attempt)
+            deployment = self.hook.conn.create_deployment(
+                targetArn=group_arn, deploymentName=token, clientToken=token,
+                components={spec.component_name: {"componentVersion": version}},
+                deploymentPolicies={"failureHandlingPolicy": spec.failure_handling,
+                                    "componentUpdatePolicy": {"timeoutInSeconds": spec.component_timeout,
+                                                              "action": "NOTIFY_COMPONENTS"}},
+                iotJobConfiguration={"abortConfig": {"criteriaList": [{
+                    "failureType": "FAILED", "action": "CANCEL",
+                    "thresholdPercentage": float(spec.abort_threshold_percent), "minNumberOfExecutedThings": 1}]}},
+            )  # fmt: skip
+            status = GREENGRASS_DEPLOYMENT.describe(self.hook.conn, deployment["deploymentId"])["deploymentStatus"]
+            if status not in GREENGRASS_DEPLOYMENT.failed:
+                break
+            self.log.info("Deployment %s ended %s; the next attempt is a new deployment.", deployment["deploymentId"],
+                          status)  # fmt: skip
         self.log.info("Deployment %s of %s %s to %s", deployment["deploymentId"], spec.component_name, version, group_arn)
         GreengrassDeploymentLink.persist_for(context, self, deployment_id=deployment["deploymentId"])
         return deployment["deploymentId"]
