@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 from fastapi.testclient import TestClient
 
-from mlscale.ui.app import app, can_read_runs, log_reader, run_loader, s3_reader
+from mlscale.ui.app import app, can_read_runs, known_connection, log_reader, run_loader, s3_reader
 from mlscale.ui.run_record import RunRecord, TaskRow
 
 T0 = datetime(2026, 12, 1, tzinfo=timezone.utc)
@@ -41,6 +41,7 @@ RECORD = RunRecord("mlscale_pipeline", "manual__1", "success", [
 
 def client() -> TestClient:
     app.dependency_overrides[can_read_runs] = lambda: None  # signed in, may read the DAG's runs
+    app.dependency_overrides[known_connection] = lambda: "aws_default"
     app.dependency_overrides[run_loader] = lambda: (lambda dag, run: RECORD if run == "manual__1" else None)
     app.dependency_overrides[s3_reader] = lambda: (lambda uri, conn: b"\x89PNG fake " + uri.encode())
     lines = [f"epoch={e} train_loss={1 / e:.4f} test_accuracy={0.9 + e / 100:.4f}" for e in range(1, 5)]
@@ -139,3 +140,18 @@ def test_results_are_found_by_stage_kind_in_any_dag():
     other = render(RunRecord("etl_only", "r", "success", [TaskRow("load", "success", T0, T0, "BashOperator")],
                              {"load": {"rows": 1}}), lambda uri: uri)  # fmt: skip
     assert "no mlscale stages" in other
+
+
+def test_an_unknown_connection_is_404_and_the_api_docs_are_not_served(monkeypatch):
+    http = client()
+    del app.dependency_overrides[known_connection]
+    try:
+        monkeypatch.setenv("AIRFLOW_CONN_KNOWN_ONE", "aws://")
+        assert http.get("/run", params={"dag_id": "mlscale_pipeline", "run_id": "manual__1",
+                                        "conn_id": "known_one"}).status_code == 200  # fmt: skip
+        unknown = http.get("/run", params={"dag_id": "mlscale_pipeline", "run_id": "manual__1", "conn_id": "nope"})
+        assert unknown.status_code == 404 and "no Airflow connection 'nope'" in unknown.text
+    finally:
+        app.dependency_overrides[known_connection] = lambda: "aws_default"
+    for path in ("/docs", "/redoc", "/openapi.json"):
+        assert http.get(path).status_code == 404, path

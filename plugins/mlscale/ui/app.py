@@ -15,7 +15,21 @@ CONTENT_TYPES = {".png": "image/png", ".html": "text/html", ".json": "applicatio
 # cookie, which the iframe of the run page sends, or a bearer token). Plugin apps are not guarded by default.
 can_read_runs = requires_access_dag("GET", DagAccessEntity.RUN)
 
-app = FastAPI(title="mlscale run view", dependencies=[Depends(can_read_runs)])
+# No /docs, /redoc or /openapi.json: FastAPI serves them outside the app's dependencies, so without auth.
+app = FastAPI(title="mlscale run view", dependencies=[Depends(can_read_runs)], docs_url=None, redoc_url=None,
+              openapi_url=None)  # fmt: skip
+
+
+def known_connection(conn_id: str = Query("aws_default")) -> str:
+    """The connection the view reads S3 and logs with; an unknown one is the caller's error (404), not a 500."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        raise HTTPException(404, f"no Airflow connection {conn_id!r}") from None
+    return conn_id
 
 
 def run_loader():
@@ -42,7 +56,7 @@ def log_reader():
 
 
 @app.get("/run", response_class=HTMLResponse)
-def run_page(dag_id: str = Query(...), run_id: str = Query(...), conn_id: str = Query("aws_default"),
+def run_page(dag_id: str = Query(...), run_id: str = Query(...), conn_id: str = Depends(known_connection),
              load=Depends(run_loader), read_log=Depends(log_reader)) -> str:  # fmt: skip
     from mlscale.ui.curves import metric_series
     from mlscale.ui.page import render
@@ -65,7 +79,8 @@ def run_page(dag_id: str = Query(...), run_id: str = Query(...), conn_id: str = 
 
 @app.get("/artifact")
 def run_artifact(dag_id: str = Query(...), run_id: str = Query(...), uri: str = Query(...),
-                 conn_id: str = Query("aws_default"), load=Depends(run_loader), read=Depends(s3_reader)) -> Response:  # fmt: skip
+                 conn_id: str = Depends(known_connection), load=Depends(run_loader),
+                 read=Depends(s3_reader)) -> Response:  # fmt: skip
     record = load(dag_id, run_id)
     if record is None:
         raise HTTPException(404, f"no run {run_id} of {dag_id}")
