@@ -13,6 +13,7 @@ stops what the task started when it is killed.
 from __future__ import annotations
 
 import time
+from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -77,9 +78,9 @@ class StageOperator(AwsBaseOperator):
 
     # -- what a stage implements ------------------------------------------------------------------------------
 
+    @abstractmethod
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         """Move on from wherever the stage's resources are; `settled` is the last wait's success event."""
-        raise NotImplementedError
 
     def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
         """The XCom of `wait_for_completion=False`: what a sensor needs to wait on it."""

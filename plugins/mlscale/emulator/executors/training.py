@@ -7,7 +7,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections import deque
@@ -15,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from mlscale.emulator import settings
-from mlscale.emulator.executors import s3io, training_env
+from mlscale.emulator.executors import requirements, s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import free_port, launch, stop_process_group
 from mlscale.emulator.executors.utilisation import UtilisationSampler
@@ -212,26 +211,9 @@ class TrainingRun:
             raise JobFailed(f"ClientError: channel {name}: input mode {mode} is not emulated; use File or FastFile")
 
     def _install_requirements(self, layouts: list[training_env.HostLayout]) -> None:
-        requirements = layouts[0].code_dir / "requirements.txt"
-        if not requirements.exists():
-            return
-        # The toolkit pip-installs into the image, where what the image has is already satisfied. Here: a
-        # venv per job that sees the job Python's packages through a .pth file (pip --target would copy
-        # torch again, ~1 GB; --system-site-packages would see the base interpreter's, not this venv's);
-        # only what is missing lands in its site-packages, which goes on the job's PYTHONPATH.
-        import site
-
-        venv = self.job_dir / "venv"
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-        for packages in venv.glob("lib/python*/site-packages"):
-            (packages / "_job_python.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-        result = subprocess.run(
-            [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
-             "-r", str(requirements)],
-            capture_output=True, text=True,
-        )  # fmt: skip
-        if result.returncode != 0:
-            raise JobFailed(f"InstallRequirementsError:\n{result.stderr[-800:]}")
+        requirements_file = layouts[0].code_dir / "requirements.txt"
+        if requirements_file.exists() and (error := requirements.install(requirements_file, self.job_dir / "venv")):
+            raise JobFailed(f"InstallRequirementsError:\n{error}")
 
     # -- processes --------------------------------------------------------------------------------
 
@@ -303,7 +285,7 @@ class TrainingRun:
                 num_cpus=os.cpu_count() or 1,
             )
         )
-        sites = sorted((self.job_dir / "venv").glob("lib/python*/site-packages"))  # what requirements.txt added
+        sites = requirements.site_packages(self.job_dir / "venv")
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (layout.code_dir, *sites) if p.exists())
         env["PYTHONUNBUFFERED"] = "1"
         # The job's own AWS calls reach the emulator, as its role's calls would reach AWS.
