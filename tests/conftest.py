@@ -43,6 +43,8 @@ def emulator(tmp_path_factory):
     os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = control.connection_uri(config)
     yield config
     control.down(config)
+    # every resource the whole suite made could be saved (a model that does not pickle would lose them all)
+    assert (config.home / "state.pickle").stat().st_size > 0, "the emulator did not save its state on down"
 
 
 @pytest.fixture(scope="session")

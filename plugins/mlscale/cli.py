@@ -1,4 +1,5 @@
-"""The `mlscale` command line: `mlscale emulator up|down|status|serve|connection|fleet`, `mlscale demo`, `mlscale airflow`."""
+"""The `mlscale` command line: `mlscale emulator up|down|reset|status|serve|connection|fleet`, `mlscale demo`,
+`mlscale airflow`."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlscale")
     sub = parser.add_subparsers(dest="command", required=True)
     emulator = sub.add_parser("emulator", help="the local AWS emulator")
-    emulator.add_argument("action", choices=["up", "down", "status", "serve", "connection", "fleet"],
-                          help="fleet: register the simulated Greengrass core devices the DAG deploys to")
+    emulator.add_argument("action", choices=["up", "down", "reset", "status", "serve", "connection", "fleet"],
+                          help="reset: wipe every resource, object and job file it keeps (they survive down/up); "
+                               "fleet: register the simulated Greengrass core devices the DAG deploys to")
     emulator.add_argument("--port", type=int, help="default 5055 (MLSCALE_EMULATOR_PORT)")
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
     demo_parser = sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
@@ -21,6 +23,14 @@ def main(argv: list[str] | None = None) -> int:
     airflow_parser = sub.add_parser("airflow", help="Airflow standalone with mlscale, against the emulator")
     airflow_parser.add_argument("--port", type=int, default=8080, help="the Airflow UI and API (default 8080)")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except RuntimeError as error:  # the emulator could not start: say why, without a traceback
+        print(f"mlscale: {error}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "airflow":
         from mlscale import local_airflow
 
@@ -45,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlscale emulator up on {config.endpoint_url} (pid {pid}, home {config.home})")
     elif args.action == "down":
         print("mlscale emulator stopped" if control.down(config) else "mlscale emulator was not running")
+    elif args.action == "reset":
+        running = control.reset(config)
+        print(f"mlscale emulator reset ({'running' if running else 'not running'}; home {config.home})")
     elif args.action == "status":
         state = control.status(config)
         print(json.dumps(state))

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from mlscale.local_airflow import airflow_environment, ensure_training_pool, state_dir
+from mlscale.local_airflow import airflow_environment, emulator_settings, ensure_training_pool
 
 
 def run_dag(dag_file: Path, dag_id: str, conf: dict | None = None) -> dict:
@@ -30,15 +30,17 @@ def run_dag(dag_file: Path, dag_id: str, conf: dict | None = None) -> dict:
     return {"state": str(run.state), "run_id": run.run_id, "xcoms": xcoms}
 
 
+DEMO_BAKE_SECONDS = 10
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; argv may hold one JSON object of DAG params (the trigger form's values)."""
     from mlscale.emulator import control
-    from mlscale.emulator.settings import EmulatorSettings
 
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
-    config = EmulatorSettings.from_env(home=str(state_dir(repo) / "emulator"))
+    config = emulator_settings(repo)
     started = time.monotonic()
-    control.up(config)
+    emulator_started = control.ensure_up(config)  # a running emulator (`mlscale airflow`'s) is reused, left running
     try:
         control.provision_edge_fleet(config)  # the simulated Greengrass core devices the DAG deploys to
         env = {**os.environ, **airflow_environment(repo, control.connection_uri(config))}
@@ -52,9 +54,12 @@ def main(argv: list[str] | None = None) -> int:
         mlscale.triggers.FIRST_EVENT_AFTER_SECONDS = 0.0
         ensure_training_pool()
         conf = json.loads(argv[0]) if argv else {}
+        # the emulator keeps the endpoint from the last demo, so this one updates it: bake briefly, not 300 s
+        conf.setdefault("bake_seconds", DEMO_BAKE_SECONDS)
         result = run_dag(repo / "dags" / "mlscale_pipeline.py", "mlscale_pipeline", conf)
     finally:
-        control.down(config)
+        if emulator_started:
+            control.down(config)
     print_summary(result, time.monotonic() - started)
     return 0 if result["state"] == "success" else 1
 

@@ -25,6 +25,13 @@ def state_dir(repo: Path) -> Path:
     return Path(os.environ.get("MLSCALE_HOME", repo / ".mlscale")).resolve()
 
 
+def emulator_settings(repo: Path):
+    """The emulator `mlscale airflow` and `mlscale demo` use: MLSCALE_EMULATOR_HOME, else <state dir>/emulator."""
+    from mlscale.emulator.settings import EmulatorSettings
+
+    return EmulatorSettings.from_env(home=os.environ.get("MLSCALE_EMULATOR_HOME") or str(state_dir(repo) / "emulator"))
+
+
 def airflow_environment(repo: Path, connection_uri: str) -> dict[str, str]:
     """A private Airflow home whose aws_default connection points at the emulator."""
     home = state_dir(repo) / "airflow"
@@ -86,12 +93,11 @@ def main(port: int = 8080) -> int:
     """Start the emulator and Airflow standalone; print the URL and login; stop both on Ctrl-C or SIGTERM."""
     from mlscale.emulator import control
     from mlscale.emulator.executors.processes import free_port
-    from mlscale.emulator.settings import EmulatorSettings
 
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
-    config = EmulatorSettings.from_env(home=str(state_dir(repo) / "emulator"))
+    config = emulator_settings(repo)
     url = f"http://localhost:{port}"
-    control.up(config)
+    started = control.ensure_up(config)  # a running emulator is reused, and left running
     airflow = None
     try:
         control.provision_edge_fleet(config)
@@ -124,7 +130,8 @@ def main(port: int = 8080) -> int:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
         if airflow is not None:
             stop(airflow)
-        control.down(config)
+        if started:
+            control.down(config)
 
 
 def _sigint_stops_it() -> None:

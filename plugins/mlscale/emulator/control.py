@@ -39,16 +39,26 @@ def running_pid(config: EmulatorSettings) -> int | None:
 
 
 def _alive(pid: int) -> bool:
+    """Running, and not a zombie: an exited server whose parent (e.g. `mlscale airflow`) has not reaped it yet
+    still answers kill(pid, 0), and waiting for it to go away took until the timeout."""
+    import psutil
+
     try:
-        # Reap it if this process started it: a zombie still answers kill(pid, 0).
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # this process started it: reap it
             return False
     except ChildProcessError:
         pass
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
         return False
+
+
+def ensure_up(config: EmulatorSettings) -> bool:
+    """Start the server unless it already runs; True when this call started it (and should stop it)."""
+    if running_pid(config) and is_ready(config):
+        return False
+    up(config)
     return True
 
 
@@ -58,7 +68,9 @@ def up(config: EmulatorSettings, wait_seconds: float = 60) -> int:
     if pid and is_ready(config):
         return pid
     if is_ready(config):
-        raise RuntimeError(f"port {config.port} already answers: another emulator or moto server runs there")
+        raise RuntimeError(f"port {config.port} already answers, but not for an emulator with home {config.home}: "
+                           "another emulator (another MLSCALE_EMULATOR_HOME) or moto server runs there; stop it, "
+                           "or choose another port with MLSCALE_EMULATOR_PORT")  # fmt: skip
     config.home.mkdir(parents=True, exist_ok=True)
     log_file = open(config.home / "emulator.log", "ab")
     env = {**os.environ, "MLSCALE_EMULATOR_PORT": str(config.port), "MLSCALE_EMULATOR_HOME": str(config.home)}
@@ -79,8 +91,8 @@ def up(config: EmulatorSettings, wait_seconds: float = 60) -> int:
     raise RuntimeError(f"the emulator did not answer within {wait_seconds:.0f} s")
 
 
-def down(config: EmulatorSettings, wait_seconds: float = 150) -> bool:
-    """Stop the background server (it stops its running jobs first); False if none ran."""
+def down(config: EmulatorSettings, wait_seconds: float = 60) -> bool:
+    """Stop the background server (it saves its state, then stops its running jobs); False if none ran."""
     pid = running_pid(config)
     if pid is None:
         return False
@@ -94,6 +106,22 @@ def down(config: EmulatorSettings, wait_seconds: float = 150) -> bool:
         os.killpg(pid, signal.SIGKILL)
     _pid_file(config).unlink(missing_ok=True)
     return True
+
+
+def reset(config: EmulatorSettings) -> bool:
+    """Wipe every resource, object and job file on purpose (moto's reset on a running server); True if one ran."""
+    import shutil
+
+    from mlscale.emulator.state import forget
+
+    if running_pid(config) and is_ready(config):
+        request = urllib.request.Request(f"{config.endpoint_url}/moto-api/reset", method="POST", data=b"")
+        with urllib.request.urlopen(request, timeout=120):
+            return True
+    forget(config.home)
+    for folder in ("jobs", "fsx", "greengrass"):
+        shutil.rmtree(config.home / folder, ignore_errors=True)
+    return False
 
 
 def status(config: EmulatorSettings) -> dict:

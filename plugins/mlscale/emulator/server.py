@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import signal
 import threading
 
 from mlscale.emulator import settings as emulator_settings
+from mlscale.emulator import state
+from mlscale.emulator.executors import processes
 from mlscale.emulator.settings import EmulatorSettings
 
 log = logging.getLogger(__name__)
@@ -35,12 +38,42 @@ def install_services() -> None:
 
 
 def shutdown_services() -> None:
+    """Stop every kind of running work: jobs, queries' processes, endpoints' model servers."""
     from mlscale.emulator.sagemaker import endpoints, processing, training, transform
 
     endpoints.stop_all()
     transform.stop_all()
     training.stop_all()
     processing.stop_all()
+
+
+def recover_services() -> None:
+    """After a restore: what ran when the emulator stopped ends Failed; endpoints serve again."""
+    from mlscale.emulator.athena import queries
+    from mlscale.emulator.fsx import service as fsx
+    from mlscale.emulator.glue import jobs as glue_jobs
+    from mlscale.emulator.greengrass import service as greengrass
+    from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform
+
+    for module in (training, processing, transform, compilation, queries, glue_jobs, fsx, greengrass, endpoints):
+        module.recover()
+
+
+def _install_reset(home) -> None:
+    """moto's `POST /moto-api/reset` (`mlscale emulator reset`) also stops the running work and wipes the files."""
+    from moto.moto_api._internal.models import moto_api_backend
+
+    moto_reset = type(moto_api_backend).reset
+
+    def reset(backend) -> None:
+        shutdown_services()
+        moto_reset(backend)
+        state.forget(home)
+        for folder in ("jobs", "fsx", "greengrass"):
+            shutil.rmtree(home / folder, ignore_errors=True)
+        log.info("emulator reset: every resource, object and job file is gone")
+
+    type(moto_api_backend).reset = reset
 
 
 class EmulatorServer:
@@ -59,18 +92,29 @@ class EmulatorServer:
     def start(self) -> EmulatorServer:
         self.settings.home.mkdir(parents=True, exist_ok=True)
         emulator_settings.activate(self.settings)
+        processes.shutting_down.clear()
         install_services()
+        _install_reset(self.settings.home)
+        restored = state.restore(self.settings.home)
         self._moto.start()
         host, port = self._moto.get_host_and_port()
         if port != self.settings.port:  # port 0 asked for any free port
             self.settings = EmulatorSettings(host=host, port=port, home=self.settings.home)
             emulator_settings.activate(self.settings)
-        log.info("mlscale emulator listening on %s", self.endpoint_url)
+        if restored:
+            recover_services()
+        log.info("mlscale emulator listening on %s%s", self.endpoint_url, " (state restored)" if restored else "")
         return self
 
     def stop(self) -> None:
-        shutdown_services()
+        """Stop answering, save the state, then stop the running work quickly (it cannot resume anyway)."""
         self._moto.stop()
+        try:
+            state.save(self.settings.home)
+        except Exception:  # noqa: BLE001 - the running work must still be stopped
+            log.exception("the emulator's state could not be saved; the last saved state stays")
+        processes.shutting_down.set()
+        shutdown_services()
 
     def serve_forever(self) -> None:
         done = threading.Event()

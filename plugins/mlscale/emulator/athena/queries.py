@@ -8,8 +8,8 @@ from moto.athena import models as athena_models
 from moto.athena import responses as athena_responses
 
 from mlscale.emulator.executors.athena import QueryRun
+from mlscale.emulator.state import INTERRUPTED, backends_of
 
-_runs: dict[str, QueryRun] = {}
 PAGE_LIMIT = 1000
 
 
@@ -22,9 +22,7 @@ def _start_query_execution(self, query: str, context, config, workgroup, executi
     execution.state_change_reason = None
     execution.data_scanned = 0
     execution.engine_millis = 0
-    run = QueryRun(execution, region=self.region_name)
-    _runs[execution_id] = run
-    run.start()
+    QueryRun(execution, region=self.region_name).start()
     return execution_id
 
 
@@ -68,9 +66,8 @@ def _response_get_query_results(self):
                    if execution.status in ("FAILED", "CANCELLED")
                    else f"Query has not yet finished. Current state: {execution.status}")  # fmt: skip
         return self.error(message, 400)
-    run = _runs.get(exec_id)
-    header = [[c["Name"] for c in run.columns]] if run and run.columns else []
-    rows = header + (run.rows if run else [])
+    columns, rows = getattr(execution, "result_set", ([], []))
+    rows = ([[c["Name"] for c in columns]] if columns else []) + rows
     start = int(self._get_param("NextToken") or 0)
     size = min(int(self._get_param("MaxResults") or PAGE_LIMIT), PAGE_LIMIT)
     page = rows[start : start + size]
@@ -80,13 +77,21 @@ def _response_get_query_results(self):
             "ResultSetMetadata": {"ColumnInfo": [
                 {"CatalogName": "hive", "SchemaName": "", "TableName": "", "Name": c["Name"], "Label": c["Label"],
                  "Type": c["Type"], "Precision": 0, "Scale": 0, "Nullable": "UNKNOWN", "CaseSensitive": False}
-                for c in (run.columns if run else [])]},
+                for c in columns]},
         },
         "UpdateCount": 0,
     }  # fmt: skip
     if start + size < len(rows):
         body["NextToken"] = str(start + size)
     return json.dumps(body)
+
+
+def recover() -> None:
+    """After a restore: a query that ran when the emulator stopped ends FAILED."""
+    for backend in backends_of(athena_models.athena_backends):
+        for execution in backend.executions.values():
+            if execution.status in ("QUEUED", "RUNNING"):
+                execution.status, execution.state_change_reason = "FAILED", INTERRUPTED
 
 
 _moto_start = athena_models.AthenaBackend.start_query_execution

@@ -114,6 +114,7 @@ class QueryRun:
         types = [str(d[1]) for d in result.description]
         self.columns = [{"Name": n, "Label": n, "Type": _athena_type(t)} for n, t in zip(names, types)]
         self.rows = [[_text(v) for v in row] for row in result.fetchall()]
+        self.execution.result_set = (self.columns, self.rows)  # kept with the execution, so a restore keeps it
         output = (self.execution.config or {}).get("OutputLocation")
         if output:  # moto already appended <id>.csv
             buffer = io.StringIO()

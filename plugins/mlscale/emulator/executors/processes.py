@@ -15,8 +15,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+shutting_down = threading.Event()  # the server is stopping: no process gets more than SHUTDOWN_GRACE_SECONDS
+SHUTDOWN_GRACE_SECONDS = 3
+
+
 def stop_process_group(process: subprocess.Popen, grace_seconds: float) -> None:
     """SIGTERM the process's group, SIGKILL it after the grace period, as SageMaker stops a container."""
+    if shutting_down.is_set():
+        grace_seconds = min(grace_seconds, SHUTDOWN_GRACE_SECONDS)
     if process.poll() is not None:
         _kill_group(process, signal.SIGKILL)  # orphans a finished leader left behind
         return

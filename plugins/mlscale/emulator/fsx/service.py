@@ -29,11 +29,15 @@ from mlscale.emulator.fsx.models import (
     check_lustre_request,
     mount_name,
 )
+from mlscale.emulator.state import INTERRUPTED, backends_of, region_state
 
 CREATE_SECONDS = 0.5  # CREATING -> AVAILABLE (minutes on AWS)
-_associations: dict[str, Association] = {}
-_tasks: dict[str, RepositoryTask] = {}
-_tokens: dict[tuple[str, str], str] = {}  # (operation, ClientRequestToken) -> resource id
+_state = region_state("fsx")  # associations, tasks, and client tokens: (operation, token) -> resource id
+
+
+def _table(self, name: str) -> dict:
+    """One of this request's account and region's tables: associations, tasks or tokens."""
+    return _state[self.current_account][self.region].table(name)
 
 
 def local_root(file_system_id: str) -> Path:
@@ -75,10 +79,11 @@ def _to_dict(self) -> dict[str, Any]:
 
 
 def _response_create_file_system(self):
+    tokens = _table(self, "tokens")
     params = json.loads(self.body)
     token = params.get("ClientRequestToken")
-    if token and ("fs", token) in _tokens and _tokens[("fs", token)] in self.fsx_backend.file_systems:
-        return json.dumps({"FileSystem": self.fsx_backend.file_systems[_tokens[("fs", token)]].to_dict()})
+    if token and ("fs", token) in tokens and tokens[("fs", token)] in self.fsx_backend.file_systems:
+        return json.dumps({"FileSystem": self.fsx_backend.file_systems[tokens[("fs", token)]].to_dict()})
     if params.get("FileSystemType") == "LUSTRE":
         try:
             check_lustre_request(params.get("StorageCapacity", 0), params.get("SubnetIds", []),
@@ -90,7 +95,7 @@ def _response_create_file_system(self):
     file_system.lifecycle, file_system.created = "CREATING", time.time()
     local_root(file_system.file_system_id).mkdir(parents=True, exist_ok=True)
     if token:
-        _tokens[("fs", token)] = file_system.file_system_id
+        tokens[("fs", token)] = file_system.file_system_id
     _later(CREATE_SECONDS, lambda: setattr(file_system, "lifecycle", "AVAILABLE"))
     return json.dumps({"FileSystem": file_system.to_dict()})
 
@@ -105,11 +110,12 @@ def _response_describe_file_systems(self):
 
 
 def _response_delete_file_system(self):
+    associations = _table(self, "associations")
     file_system_id = json.loads(self.body).get("FileSystemId")
     result = _moto_delete_file_system(self)
     shutil.rmtree(local_root(file_system_id), ignore_errors=True)
-    for association in [a for a in _associations.values() if a.file_system_id == file_system_id]:
-        _associations.pop(association.association_id, None)
+    for association in [a for a in associations.values() if a.file_system_id == file_system_id]:
+        associations.pop(association.association_id, None)
     return result
 
 
@@ -122,16 +128,18 @@ def _file_system(self, file_system_id: str):
 
 
 def create_data_repository_association(self):
+    associations = _table(self, "associations")
+    tokens = _table(self, "tokens")
     params = json.loads(self.body)
     token = params.get("ClientRequestToken")
-    if token and ("dra", token) in _tokens and _tokens[("dra", token)] in _associations:
-        return json.dumps({"Association": _associations[_tokens[("dra", token)]].to_dict()})
+    if token and ("dra", token) in tokens and tokens[("dra", token)] in associations:
+        return json.dumps({"Association": associations[tokens[("dra", token)]].to_dict()})
     try:
         file_system = _file_system(self, params.get("FileSystemId", ""))
         deployment = (file_system.lustre_configuration or {}).get("DeploymentType", "SCRATCH_1")
         if deployment == "SCRATCH_1":
             raise FSxError("BadRequest", "Data repository associations are not supported on SCRATCH_1 file systems")
-        existing = [a for a in _associations.values() if a.file_system_id == file_system.file_system_id]
+        existing = [a for a in associations.values() if a.file_system_id == file_system.file_system_id]
         if len(existing) >= MAX_ASSOCIATIONS:
             raise FSxError("ServiceLimitExceeded", f"A file system has at most {MAX_ASSOCIATIONS} associations")
         path = params.get("FileSystemPath", "")
@@ -145,9 +153,9 @@ def create_data_repository_association(self):
     except ValueError as error:
         return _error(self, FSxError("BadRequest", f"DataRepositoryPath: {error}"))
     association = Association(file_system.file_system_id, self.region, self.current_account, params)
-    _associations[association.association_id] = association
+    associations[association.association_id] = association
     if token:
-        _tokens[("dra", token)] = association.association_id
+        tokens[("dra", token)] = association.association_id
 
     def become_available():
         if association.batch_import:
@@ -159,10 +167,11 @@ def create_data_repository_association(self):
 
 
 def describe_data_repository_associations(self):
+    associations = _table(self, "associations")
     params = json.loads(self.body)
     wanted = params.get("AssociationIds")
     filters = {f["Name"]: f["Values"] for f in params.get("Filters", [])}
-    found = [a for a in _associations.values()
+    found = [a for a in associations.values()
              if (not wanted or a.association_id in wanted)
              and ("file-system-id" not in filters or a.file_system_id in filters["file-system-id"])]  # fmt: skip
     if wanted and len(found) < len(wanted):
@@ -171,8 +180,9 @@ def describe_data_repository_associations(self):
 
 
 def delete_data_repository_association(self):
+    associations = _table(self, "associations")
     association_id = json.loads(self.body).get("AssociationId")
-    association = _associations.pop(association_id, None)
+    association = associations.pop(association_id, None)
     if association is None:
         return _error(self, FSxError("DataRepositoryAssociationNotFound", f"Association {association_id} not found"))
     return json.dumps({"AssociationId": association_id, "Lifecycle": "DELETING"})
@@ -200,10 +210,10 @@ def _export(association: Association, region: str, task: RepositoryTask) -> None
     task.succeeded += len(files)
 
 
-def _run_task(task: RepositoryTask, region: str) -> None:
+def _run_task(task: RepositoryTask, region: str, associations: dict[str, Association]) -> None:
     task.lifecycle, task.start = "EXECUTING", time.time()
     try:
-        associations = [a for a in _associations.values() if a.file_system_id == task.file_system_id]
+        associations = [a for a in associations.values() if a.file_system_id == task.file_system_id]
         if task.paths:  # relative to the mount point, e.g. "shards" for the association at /shards
             wanted = [p.strip("/") for p in task.paths]
             associations = [a for a in associations
@@ -222,10 +232,13 @@ def _run_task(task: RepositoryTask, region: str) -> None:
 
 
 def create_data_repository_task(self):
+    associations = _table(self, "associations")
+    tasks = _table(self, "tasks")
+    tokens = _table(self, "tokens")
     params = json.loads(self.body)
     token = params.get("ClientRequestToken")
-    if token and ("task", token) in _tokens and _tokens[("task", token)] in _tasks:
-        return json.dumps({"DataRepositoryTask": _tasks[_tokens[("task", token)]].to_dict()})
+    if token and ("task", token) in tokens and tokens[("task", token)] in tasks:
+        return json.dumps({"DataRepositoryTask": tasks[tokens[("task", token)]].to_dict()})
     try:
         file_system = _file_system(self, params.get("FileSystemId", ""))
         if params.get("Type") not in TASK_TYPES:
@@ -235,23 +248,24 @@ def create_data_repository_task(self):
                            "or EXPORT_TO_REPOSITORY")  # fmt: skip
         if getattr(file_system, "lifecycle", "AVAILABLE") != "AVAILABLE":
             raise FSxError("BadRequest", f"File system {file_system.file_system_id} is not AVAILABLE")
-        running = [t for t in _tasks.values() if t.file_system_id == file_system.file_system_id
+        running = [t for t in tasks.values() if t.file_system_id == file_system.file_system_id
                    and t.lifecycle in ("PENDING", "EXECUTING")]  # fmt: skip
         if running:
             raise FSxError("DataRepositoryTaskExecuting", f"Task {running[0].task_id} is still running on this file system")
     except FSxError as error:
         return _error(self, error)
     task = RepositoryTask(file_system.file_system_id, self.region, self.current_account, params)
-    _tasks[task.task_id] = task
+    tasks[task.task_id] = task
     if token:
-        _tokens[("task", token)] = task.task_id
-    threading.Thread(target=_run_task, args=(task, self.region), daemon=True).start()
+        tokens[("task", token)] = task.task_id
+    threading.Thread(target=_run_task, args=(task, self.region, associations), daemon=True).start()
     return json.dumps({"DataRepositoryTask": task.to_dict()})
 
 
 def cancel_data_repository_task(self):
     """CancelDataRepositoryTask: files already imported stay; the task ends CANCELED."""
-    task = _tasks.get(json.loads(self.body).get("TaskId", ""))
+    tasks = _table(self, "tasks")
+    task = tasks.get(json.loads(self.body).get("TaskId", ""))
     if task is None:
         return _error(self, FSxError("DataRepositoryTaskNotFound", "No task found for the given id"))
     if task.lifecycle not in ("PENDING", "EXECUTING"):
@@ -261,10 +275,11 @@ def cancel_data_repository_task(self):
 
 
 def describe_data_repository_tasks(self):
+    tasks = _table(self, "tasks")
     params = json.loads(self.body)
     wanted = params.get("TaskIds")
     filters = {f["Name"]: f["Values"] for f in params.get("Filters", [])}
-    found = [t for t in _tasks.values()
+    found = [t for t in tasks.values()
              if (not wanted or t.task_id in wanted)
              and ("file-system-id" not in filters or t.file_system_id in filters["file-system-id"])]  # fmt: skip
     if wanted and len(found) < len(wanted):
@@ -276,6 +291,21 @@ _moto_to_dict = fsx_models.FileSystem.to_dict
 _moto_create_file_system = fsx_responses.FSxResponse.create_file_system
 _moto_delete_file_system = fsx_responses.FSxResponse.delete_file_system
 _moto_describe_file_systems = fsx_responses.FSxResponse.describe_file_systems
+
+
+def recover() -> None:
+    """After a restore: a file system being created is there (its directory is); a running task ended."""
+    for backend in backends_of(fsx_models.fsx_backends):
+        for file_system in backend.file_systems.values():
+            if getattr(file_system, "lifecycle", "AVAILABLE") == "CREATING":
+                file_system.lifecycle = "AVAILABLE"
+    for state in backends_of(_state):
+        for association in state.table("associations").values():
+            if association.lifecycle == "CREATING":
+                association.lifecycle = "AVAILABLE"
+        for task in state.table("tasks").values():
+            if task.lifecycle in ("PENDING", "EXECUTING"):
+                task.lifecycle, task.failure, task.end = "FAILED", INTERRUPTED, time.time()
 
 
 def install() -> None:

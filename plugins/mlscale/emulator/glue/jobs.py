@@ -21,6 +21,7 @@ from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import launch, stop_process_group
+from mlscale.emulator.state import INTERRUPTED, backends_of
 
 log = logging.getLogger(__name__)
 OUTPUT_GROUP, ERROR_GROUP = "/aws-glue/python-jobs/output", "/aws-glue/python-jobs/error"
@@ -92,6 +93,15 @@ def _execute(job, run) -> None:
     except Exception as error:  # an emulator fault still ends the run, with the reason
         log.exception("glue job run crashed")
         _finish(run, "FAILED", f"InternalServiceException: {error!r}")
+
+
+def recover() -> None:
+    """After a restore: a job run that ran when the emulator stopped ends FAILED."""
+    for backend in backends_of(glue_models.glue_backends):
+        for job in backend.jobs.values():
+            for run in job.job_runs:
+                if run.status == "RUNNING":
+                    _finish(run, "FAILED", INTERRUPTED)
 
 
 _moto_start = glue_models.FakeJob.start_job_run

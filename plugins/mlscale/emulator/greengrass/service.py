@@ -23,13 +23,22 @@ from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.greengrass import nucleus
 from mlscale.emulator.greengrass.recipes import RecipeError, parse_recipe
+from mlscale.emulator.state import INTERRUPTED, RegionState, backends_of, region_state
 
-_components: dict[tuple[str, str], dict] = {}  # (name, version) -> record
-_deployments: dict[str, dict] = {}
-_tokens: dict[str, str] = {}
-_device_history: dict[str, list[dict]] = {}  # thing -> effective deployments, newest last
-_device_components: dict[str, list[tuple[dict, dict | None]]] = {}  # what each device runs now
+_state = region_state("greengrassv2")
 _lock = threading.Lock()
+_device_locks: dict[str, threading.Lock] = {}  # one deployment at a time per device (runtime, not state)
+
+
+class _Tables:
+    """Greengrass's state in one account and region (kept in `_state`, so moto's reset and snapshot hold it)."""
+
+    def __init__(self, state: RegionState):
+        self.components: dict[tuple[str, str], dict] = state.table("components")  # (name, version) -> record
+        self.deployments: dict[str, dict] = state.table("deployments")
+        self.tokens: dict[str, str] = state.table("tokens")
+        self.device_history: dict[str, list[dict]] = state.table("device_history")  # thing -> newest last
+        self.device_components: dict[str, list] = state.table("device_components")  # what each device runs now
 
 
 def _json(status: int, body: Any) -> tuple[int, dict, str]:
@@ -53,6 +62,20 @@ def _region(headers) -> str:
         return "us-east-1"
 
 
+def _account(headers) -> str:
+    """The account of the request's access key, as moto's own services find it."""
+    from moto.iam.models import get_account_id_from
+
+    try:
+        return get_account_id_from(headers.get("Authorization", "").split("Credential=")[1].split("/")[0])
+    except IndexError:
+        return settings.ACCOUNT_ID
+
+
+def _tables(headers) -> _Tables:
+    return _Tables(_state[_account(headers)][_region(headers)])
+
+
 def component_arn(region: str, name: str, version: str | None = None) -> str:
     base = f"arn:aws:greengrass:{region}:{settings.ACCOUNT_ID}:components:{name}"
     return f"{base}:versions:{version}" if version else base
@@ -61,25 +84,26 @@ def component_arn(region: str, name: str, version: str | None = None) -> str:
 # -- components --------------------------------------------------------------------------------------
 
 def create_component_version(request, full_url, headers):
+    t = _tables(headers)
     body, region = _body(request), _region(headers)
     token = body.get("clientToken")
-    if token and token in _tokens:
-        return _json(201, _components[tuple(_tokens[token].split("|"))]["summary"])
+    if token and token in t.tokens:
+        return _json(201, t.components[tuple(t.tokens[token].split("|"))]["summary"])
     try:
         recipe = parse_recipe(base64.b64decode(body.get("inlineRecipe", "")))
     except (RecipeError, ValueError) as error:
         return _error(400, "ValidationException", f"inlineRecipe: {error}")
     name, version = recipe["componentname"], str(recipe["componentversion"])
-    if (name, version) in _components:
+    if (name, version) in t.components:
         return _error(409, "ConflictException", f"Component {name} version {version} already exists")
     errors = _missing_artifacts(recipe, region)
     status = {"componentState": "FAILED" if errors else "DEPLOYABLE",
               "message": "NOT_DEPLOYABLE" if errors else "DEPLOYABLE", "errors": errors}  # fmt: skip
     summary = {"arn": component_arn(region, name, version), "componentName": name, "componentVersion": version,
                "creationTimestamp": time.time(), "status": status}  # fmt: skip
-    _components[(name, version)] = {"recipe": recipe, "summary": summary}
+    t.components[(name, version)] = {"recipe": recipe, "summary": summary}
     if token:
-        _tokens[token] = f"{name}|{version}"
+        t.tokens[token] = f"{name}|{version}"
     return _json(201, summary)
 
 
@@ -98,12 +122,13 @@ def _missing_artifacts(recipe: dict, region: str) -> dict[str, str]:
 
 
 def describe_component(request, full_url, headers):
+    t = _tables(headers)
     arn = unquote(urlparse(full_url).path.split("/components/")[1].removesuffix("/metadata"))
     parts = arn.split(":")
     key = (parts[6], parts[8]) if len(parts) > 8 else None
-    if key not in _components:
+    if key not in t.components:
         return _error(404, "ResourceNotFoundException", f"Component {arn} not found")
-    record = _components[key]
+    record = t.components[key]
     recipe = record["recipe"]
     summary = record["summary"]
     return _json(200, {**summary, "publisher": recipe.get("componentpublisher", ""),
@@ -130,10 +155,11 @@ def core_devices(region: str, group_arn: str | None = None) -> list[dict]:
 
 
 def list_core_devices(request, full_url, headers):
+    t = _tables(headers)
     query = parse_qs(urlparse(full_url).query)
     devices = core_devices(_region(headers), (query.get("thingGroupArn") or [None])[0])
     for device in devices:
-        history = _device_history.get(device["coreDeviceThingName"], [])
+        history = t.device_history.get(device["coreDeviceThingName"], [])
         device["status"] = "UNHEALTHY" if history and history[-1]["coreDeviceExecutionStatus"] == "FAILED" else "HEALTHY"
         device["lastStatusUpdateTimestamp"] = history[-1]["modifiedTimestamp"] if history else time.time()
         device["runtime"] = "aws_nucleus_classic"
@@ -141,24 +167,48 @@ def list_core_devices(request, full_url, headers):
 
 
 def list_effective_deployments(request, full_url, headers):
+    t = _tables(headers)
     thing = unquote(urlparse(full_url).path.split("/coreDevices/")[1].split("/")[0])
-    return _json(200, {"effectiveDeployments": list(reversed(_device_history.get(thing, [])))})
+    return _json(200, {"effectiveDeployments": list(reversed(t.device_history.get(thing, [])))})
 
 
 # -- deployments ---------------------------------------------------------------------------------------
 
+def deployments(request, full_url, headers):
+    """POST creates a deployment, GET lists them (ListDeployments)."""
+    if request.method == "GET":
+        return list_deployments(request, full_url, headers)
+    return create_deployment(request, full_url, headers)
+
+
+def list_deployments(request, full_url, headers):
+    """ListDeployments: newest first; targetArn filters; historyFilter LATEST_ONLY (the default) keeps the latest
+    revision of each target."""
+    t = _tables(headers)
+    query = parse_qs(urlparse(full_url).query)
+    target = (query.get("targetArn") or [None])[0]
+    latest_only = (query.get("historyFilter") or ["LATEST_ONLY"])[0] == "LATEST_ONLY"
+    found = [d for d in sorted(t.deployments.values(), key=lambda d: d["creationTimestamp"], reverse=True)
+             if (target is None or d["targetArn"] == target) and (not latest_only or d["isLatestForTarget"])]  # fmt: skip
+    keys = ("targetArn", "revisionId", "deploymentId", "deploymentName", "creationTimestamp", "deploymentStatus",
+            "isLatestForTarget")  # fmt: skip
+    return _json(200, {"deployments": [{k: d[k] for k in keys} for d in found]})
+
+
 def create_deployment(request, full_url, headers):
+    """CreateDeployment; a target's earlier deployment still rolling out is replaced (INACTIVE), as on AWS."""
+    t = _tables(headers)
     body, region = _body(request), _region(headers)
     token = body.get("clientToken")
-    if token and token in _tokens:  # idempotent: the same token gives the same deployment
-        deployment = _deployments[_tokens[token]]
+    if token and token in t.tokens:  # idempotent: the same token gives the same deployment
+        deployment = t.deployments[t.tokens[token]]
         return _json(201, {k: deployment[k] for k in ("deploymentId", "iotJobId", "iotJobArn")})
     target = body.get("targetArn", "")
     if ":thinggroup/" not in target and ":thing/" not in target:
         return _error(400, "ValidationException", f"targetArn must be an IoT thing or thing group ARN: {target}")
     components = body.get("components") or {}
     for name, spec in components.items():
-        record = _components.get((name, spec.get("componentVersion")))
+        record = t.components.get((name, spec.get("componentVersion")))
         if record is None or record["summary"]["status"]["componentState"] != "DEPLOYABLE":
             return _error(400, "ValidationException", f"Component {name} {spec.get('componentVersion')} is not "
                           "DEPLOYABLE in this account and region")  # fmt: skip
@@ -173,28 +223,32 @@ def create_deployment(request, full_url, headers):
         "deploymentStatus": "ACTIVE", "revisionId": "1", "isLatestForTarget": True, "tags": body.get("tags") or {},
     }  # fmt: skip
     with _lock:
-        for other in _deployments.values():
+        for other in t.deployments.values():
             if other["targetArn"] == target:
                 other["isLatestForTarget"] = False
-        _deployments[deployment_id] = deployment
+                if other["deploymentStatus"] == "ACTIVE":
+                    other["deploymentStatus"] = "INACTIVE"
+        t.deployments[deployment_id] = deployment
         if token:
-            _tokens[token] = deployment_id
-    threading.Thread(target=_run_deployment, args=(deployment, region), daemon=True).start()
+            t.tokens[token] = deployment_id
+    threading.Thread(target=_run_deployment, args=(t, deployment, region), daemon=True).start()
     return _json(201, {k: deployment[k] for k in ("deploymentId", "iotJobId", "iotJobArn")})
 
 
 def get_deployment(request, full_url, headers):
+    t = _tables(headers)
     deployment_id = unquote(urlparse(full_url).path.rstrip("/").split("/")[-1])
-    if deployment_id not in _deployments:
+    if deployment_id not in t.deployments:
         return _error(404, "ResourceNotFoundException", f"Deployment {deployment_id} not found")
-    return _json(200, {k: v for k, v in _deployments[deployment_id].items() if not k.startswith("_")})
+    return _json(200, {k: v for k, v in t.deployments[deployment_id].items() if not k.startswith("_")})
 
 
 def cancel_deployment(request, full_url, headers):
     """CancelDeployment: devices not yet reached are CANCELED; a device already installing finishes."""
+    t = _tables(headers)
     deployment_id = unquote(urlparse(full_url).path.rstrip("/").split("/")[-2])
     with _lock:
-        deployment = _deployments.get(deployment_id)
+        deployment = t.deployments.get(deployment_id)
         if deployment is None:
             return _error(404, "ResourceNotFoundException", f"Deployment {deployment_id} not found")
         if deployment["deploymentStatus"] != "ACTIVE":
@@ -203,9 +257,9 @@ def cancel_deployment(request, full_url, headers):
     return _json(200, {"message": f"Deployment {deployment_id} canceled"})
 
 
-def _record(thing: str, deployment: dict, status: str, reason: str = "") -> None:
+def _record(t: _Tables, thing: str, deployment: dict, status: str, reason: str = "") -> None:
     with _lock:
-        history = _device_history.setdefault(thing, [])
+        history = t.device_history.setdefault(thing, [])
         entry = next((e for e in history if e["deploymentId"] == deployment["deploymentId"]), None)
         if entry is None:
             entry = {"deploymentId": deployment["deploymentId"], "deploymentName": deployment["deploymentName"],
@@ -215,7 +269,7 @@ def _record(thing: str, deployment: dict, status: str, reason: str = "") -> None
         entry.update({"coreDeviceExecutionStatus": status, "reason": reason, "modifiedTimestamp": time.time()})
 
 
-def _run_deployment(deployment: dict, region: str) -> None:
+def _run_deployment(t: _Tables, deployment: dict, region: str) -> None:
     target = deployment["targetArn"]
     if ":thing/" in target:
         name = target.split("/")[-1]
@@ -223,46 +277,61 @@ def _run_deployment(deployment: dict, region: str) -> None:
     else:
         devices = core_devices(region, target)
     for device in devices:
-        _record(device["coreDeviceThingName"], deployment, "QUEUED")
+        _record(t, device["coreDeviceThingName"], deployment, "QUEUED")
     policies = deployment["deploymentPolicies"]
     timeout = int((policies.get("componentUpdatePolicy") or {}).get("timeoutInSeconds", 60))
     criteria = ((deployment["iotJobConfiguration"].get("abortConfig") or {}).get("criteriaList")) or []
     failed = executed = 0
     for index, device in enumerate(devices):
         thing = device["coreDeviceThingName"]
-        if deployment["deploymentStatus"] == "CANCELED":  # CancelDeployment: the rest never start
-            for rest in devices[index:]:
-                _record(rest["coreDeviceThingName"], deployment, "CANCELED", "the deployment was canceled")
-            return
-        _record(thing, deployment, "IN_PROGRESS")
-        platform = {"os": device["platform"], "architecture": device["architecture"]}
-        wanted = [(_components[(n, s["componentVersion"])]["recipe"], s.get("configurationUpdate"))
-                  for n, s in deployment["components"].items()]  # fmt: skip
-        try:
-            for recipe, update in wanted:
-                nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
-            _device_components[thing] = wanted
-            _record(thing, deployment, "SUCCEEDED")
-        except nucleus.DeviceFailure as failure:
-            failed += 1
-            reason = str(failure)
-            if policies.get("failureHandlingPolicy", "ROLLBACK") == "ROLLBACK":
-                for recipe, update in _device_components.get(thing, []):
-                    try:
-                        nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
-                    except nucleus.DeviceFailure:
-                        pass
-                reason += "; rolled back to the previous components"
-            _record(thing, deployment, "FAILED", reason)
+        with _device_lock(thing):  # a device applies one deployment at a time
+            if deployment["deploymentStatus"] != "ACTIVE":  # canceled, or replaced: the rest never start
+                why = "the deployment was canceled" if deployment["deploymentStatus"] == "CANCELED" else \
+                    "a newer deployment to the target replaced it"
+                for rest in devices[index:]:
+                    _record(t, rest["coreDeviceThingName"], deployment, "CANCELED", why)
+                return
+            failed += not _deploy_to_device(t, deployment, device, policies, timeout, region)
         executed += 1
         if _abort(criteria, failed, executed, len(devices)):
             for rest in devices[index + 1 :]:
-                _record(rest["coreDeviceThingName"], deployment, "CANCELED", "the deployment's abort criteria tripped")
+                _record(t, rest["coreDeviceThingName"], deployment, "CANCELED", "the deployment's abort criteria tripped")
             deployment["deploymentStatus"] = "CANCELED"
             return
     with _lock:
         if deployment["deploymentStatus"] == "ACTIVE":
             deployment["deploymentStatus"] = "COMPLETED"
+
+
+def _deploy_to_device(t: _Tables, deployment: dict, device: dict, policies: dict, timeout: int, region: str) -> bool:
+    """Install and run the deployment's components on one device; False (and rolled back) when it fails."""
+    thing = device["coreDeviceThingName"]
+    _record(t, thing, deployment, "IN_PROGRESS")
+    platform = {"os": device["platform"], "architecture": device["architecture"]}
+    wanted = [(t.components[(n, s["componentVersion"])]["recipe"], s.get("configurationUpdate"))
+              for n, s in deployment["components"].items()]  # fmt: skip
+    try:
+        for recipe, update in wanted:
+            nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
+    except nucleus.DeviceFailure as failure:
+        reason = str(failure)
+        if policies.get("failureHandlingPolicy", "ROLLBACK") == "ROLLBACK":
+            for recipe, update in t.device_components.get(thing, []):
+                try:
+                    nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
+                except nucleus.DeviceFailure:
+                    pass
+            reason += "; rolled back to the previous components"
+        _record(t, thing, deployment, "FAILED", reason)
+        return False
+    t.device_components[thing] = wanted
+    _record(t, thing, deployment, "SUCCEEDED")
+    return True
+
+
+def _device_lock(thing: str) -> threading.Lock:
+    with _lock:
+        return _device_locks.setdefault(thing, threading.Lock())
 
 
 def _abort(criteria: list[dict], failed: int, executed: int, total: int) -> bool:
@@ -278,12 +347,27 @@ def _abort(criteria: list[dict], failed: int, executed: int, total: int) -> bool
 ROUTES = {
     "{0}/greengrass/v2/createComponentVersion$": create_component_version,
     "{0}/greengrass/v2/components/(?P<arn>[^/]+)/metadata$": describe_component,
-    "{0}/greengrass/v2/deployments$": create_deployment,
+    "{0}/greengrass/v2/deployments$": deployments,
     "{0}/greengrass/v2/deployments/(?P<deploymentId>[^/]+)$": get_deployment,
     "{0}/greengrass/v2/deployments/(?P<deploymentId>[^/]+)/cancel$": cancel_deployment,
     "{0}/greengrass/v2/coreDevices$": list_core_devices,
     "{0}/greengrass/v2/coreDevices/(?P<thing>[^/]+)/effectiveDeployments$": list_effective_deployments,
 }
+
+
+def recover() -> None:
+    """After a restore: a deployment that was rolling out ends FAILED, and so does each device still on it."""
+    for state in backends_of(_state):
+        t = _Tables(state)
+        for deployment in t.deployments.values():
+            if deployment["deploymentStatus"] != "ACTIVE":
+                continue
+            deployment["deploymentStatus"] = "FAILED"
+            for thing, history in t.device_history.items():
+                for entry in history:
+                    if entry["deploymentId"] == deployment["deploymentId"] and entry["coreDeviceExecutionStatus"] in (
+                            "QUEUED", "IN_PROGRESS"):  # fmt: skip
+                        _record(t, thing, deployment, "FAILED", INTERRUPTED)
 
 
 def install() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 from moto.sagemaker import models as sm_models
@@ -9,6 +10,7 @@ from moto.sagemaker import responses as sm_responses
 
 from mlscale.emulator.executors.compilation import CompilationRun
 from mlscale.emulator.sagemaker import requests
+from mlscale.emulator.state import INTERRUPTED, backends_of
 
 _MotoCompilationJob = sm_models.CompilationJob
 
@@ -41,3 +43,12 @@ _moto_response_create = sm_responses.SageMakerResponse.create_compilation_job
 def install() -> None:
     sm_models.CompilationJob = EmulatedCompilationJob
     sm_responses.SageMakerResponse.create_compilation_job = _response_create
+
+
+def recover() -> None:
+    """After a restore: a compilation that ran when the emulator stopped ends FAILED."""
+    for backend in backends_of(sm_models.sagemaker_backends):
+        for job in backend.compilation_jobs.values():
+            if job.compilation_job_status in ("INPROGRESS", "STARTING", "STOPPING"):
+                job.compilation_job_status, job.failure_reason = "FAILED", INTERRUPTED
+                job.compilation_end_time = job.last_modified_time = datetime.now(timezone.utc)

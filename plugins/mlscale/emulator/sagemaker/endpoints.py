@@ -19,9 +19,10 @@ from moto.sagemakerruntime import responses as runtime_responses
 
 from mlscale.emulator.executors.deployment import Router, plan_from, shift_traffic
 from mlscale.emulator.executors.endpoint import Fleet, ModelError, TransformFailed
+from mlscale.emulator.state import INTERRUPTED, backends_of
 
 log = logging.getLogger(__name__)
-_fleets: dict[str, Router] = {}
+_fleets: dict[str, Router] = {}  # endpoint ARN -> its model servers (processes: not state, never saved)
 
 
 def _now() -> datetime:
@@ -46,22 +47,26 @@ def _bring_up(endpoint, config_name: str, variants: list[dict], region: str, on_
     on_ready(fleet, None)
 
 
-def _response_create_endpoint(self) -> ActionResult:
-    result = _moto_create_endpoint(self)
-    endpoint = self.sagemaker_backend.endpoints[self._get_param("EndpointName")]
+def _serve(backend, endpoint) -> None:
+    """Start the model servers of the endpoint's config; InService once they answer, Failed if they cannot."""
 
     def ready(fleet, failure):
         endpoint.last_modified_time = _now()
         if fleet is None:
             endpoint.endpoint_status, endpoint.failure_reason = "Failed", failure[:1024]
             return
-        _fleets[endpoint.endpoint_name] = Router(fleet)
+        _fleets[endpoint.arn] = Router(fleet)
         endpoint.endpoint_status = "InService"
 
     # moto keeps the describe shape of the variants; the fleet needs the config's (ModelName, counts, weights)
-    variants = self.sagemaker_backend.describe_endpoint_config(endpoint.endpoint_config_name)["ProductionVariants"]
-    threading.Thread(target=_bring_up, args=(endpoint, endpoint.endpoint_config_name, variants, self.region, ready),
-                     daemon=True).start()  # fmt: skip
+    variants = backend.describe_endpoint_config(endpoint.endpoint_config_name)["ProductionVariants"]
+    threading.Thread(target=_bring_up, args=(endpoint, endpoint.endpoint_config_name, variants, backend.region_name,
+                                             ready), daemon=True).start()  # fmt: skip
+
+
+def _response_create_endpoint(self) -> ActionResult:
+    result = _moto_create_endpoint(self)
+    _serve(self.sagemaker_backend, self.sagemaker_backend.endpoints[self._get_param("EndpointName")])
     return result
 
 
@@ -79,7 +84,7 @@ def _response_update_endpoint(self) -> ActionResult:
     region = self.region
 
     def ready(fleet, failure):
-        router = _fleets[name]
+        router = _fleets[endpoint.arn]
         if fleet is None:  # green never passed /ping: blue keeps serving, and a failed update still ends InService
             endpoint.endpoint_status, endpoint.failure_reason = "InService", failure[:1024]
             endpoint.last_modified_time = _now()
@@ -107,9 +112,9 @@ def _response_update_endpoint(self) -> ActionResult:
 
 
 def _response_delete_endpoint(self) -> EmptyResult:
-    name = self._get_param("EndpointName")
+    endpoint = self.sagemaker_backend.endpoints.get(self._get_param("EndpointName"))
     result = _moto_delete_endpoint(self)
-    fleet = _fleets.pop(name, None)
+    fleet = _fleets.pop(endpoint.arn, None) if endpoint else None
     if fleet:
         fleet.stop()
     return result
@@ -125,7 +130,8 @@ def _runtime_invoke_endpoint(self):
     from urllib.parse import unquote
 
     name = unquote(name)
-    fleet = _fleets.get(name)
+    endpoint = sm_models.sagemaker_backends[self.current_account][self.region].endpoints.get(name)
+    fleet = _fleets.get(endpoint.arn) if endpoint else None
     if fleet is None:
         return _error(400, "ValidationError", {"message": f"Endpoint {name} of account {self.current_account} not found."})
     try:
@@ -162,3 +168,16 @@ def stop_all() -> None:
     for fleet in list(_fleets.values()):
         fleet.stop()
     _fleets.clear()
+
+
+def recover() -> None:
+    """After a restore: each endpoint's model servers start again on its config (SystemUpdating, as SageMaker
+    shows maintenance, until they answer /ping); an update under way is gone, so the endpoint keeps the config
+    it served; one being created ends Failed."""
+    for backend in backends_of(sm_models.sagemaker_backends):
+        for endpoint in backend.endpoints.values():
+            if endpoint.endpoint_status == "Creating":
+                endpoint.endpoint_status, endpoint.failure_reason = "Failed", INTERRUPTED
+            elif endpoint.endpoint_status in ("InService", "Updating", "SystemUpdating", "RollingBack"):
+                endpoint.endpoint_status = "SystemUpdating"
+                _serve(backend, endpoint)

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from moto.core.responses import ActionResult, EmptyResult
 from moto.sagemaker import models as sm_models
 from moto.sagemaker import responses as sm_responses
 from moto.sagemaker.exceptions import ValidationError
+
+from mlscale.emulator.state import INTERRUPTED, backends_of
 
 
 class ResourceInUse(ValidationError):
@@ -31,7 +34,7 @@ class JobKindPatch:
     run_class: type  # the executor: run_class(job, region=...).start() / .stop() / .thread
     check: Callable[[dict], None]  # the request rules moto does not check
     keep: Callable[[Any, Any], None] = lambda job, response: None  # copy request fields moto's backend drops
-    runs: dict[str, Any] = field(default_factory=dict)
+    runs: dict[str, Any] = field(default_factory=dict)  # job ARN -> its executor run (never saved)
 
     @property
     def name_key(self) -> str:
@@ -59,7 +62,7 @@ class JobKindPatch:
             status = getattr(patch._jobs(backend)[name], f"{patch.kind}_job_status")
             if status != "InProgress":
                 raise ValidationError(f"The request was rejected because the {patch.kind} job is in status {status}.")
-            patch.runs[name].stop()
+            patch.runs[patch._jobs(backend)[name].arn].stop()
 
         def response_create(response) -> ActionResult:
             patch.check(response._get_params())
@@ -67,7 +70,7 @@ class JobKindPatch:
             job = patch._jobs(response.sagemaker_backend)[response._get_param(patch.name_key)]
             patch.keep(job, response)
             run = patch.run_class(job, region=response.region)
-            patch.runs[response._get_param(patch.name_key)] = run
+            patch.runs[job.arn] = run
             run.start()
             return result
 
@@ -81,7 +84,7 @@ class JobKindPatch:
         setattr(sm_responses.SageMakerResponse, f"create_{self.kind}_job", response_create)
         setattr(sm_responses.SageMakerResponse, f"stop_{self.kind}_job", response_stop)
 
-    def stop_all(self, join_seconds: float = 150) -> None:
+    def stop_all(self, join_seconds: float = 10) -> None:
         """Stop every running job (the server is shutting down) and wait for their processes."""
         running = [r for r in self.runs.values() if getattr(r.job, f"{self.kind}_job_status") == "InProgress"]
         for run in running:
@@ -90,3 +93,19 @@ class JobKindPatch:
             thread = getattr(run, "thread", None)
             if thread is not None:
                 thread.join(timeout=join_seconds)
+
+    def recover(self) -> None:
+        """After a restore: a job that ran when the emulator stopped ends Failed (its processes are gone)."""
+        now = datetime.now(timezone.utc)
+        for backend in backends_of(sm_models.sagemaker_backends):
+            for job in self._jobs(backend).values():
+                if getattr(job, f"{self.kind}_job_status") not in ("InProgress", "Stopping"):
+                    continue
+                setattr(job, f"{self.kind}_job_status", "Failed")
+                setattr(job, f"{self.kind}_end_time", now)
+                job.failure_reason = INTERRUPTED
+                if getattr(job, "secondary_status_transitions", None) is not None:
+                    job.secondary_status = "Failed"
+                    job.secondary_status_transitions[-1].setdefault("EndTime", now)
+                    job.secondary_status_transitions.append(
+                        {"Status": "Failed", "StartTime": now, "EndTime": now, "StatusMessage": INTERRUPTED})

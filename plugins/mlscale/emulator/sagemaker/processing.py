@@ -34,3 +34,4 @@ PATCH = JobKindPatch("processing", "FakeProcessingJob", EmulatedProcessingJob, P
                      _keep)  # fmt: skip
 install = PATCH.install
 stop_all = PATCH.stop_all
+recover = PATCH.recover

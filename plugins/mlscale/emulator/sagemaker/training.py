@@ -56,3 +56,4 @@ def _keep(job, response) -> None:
 PATCH = JobKindPatch("training", "FakeTrainingJob", EmulatedTrainingJob, TrainingRun, requests.training, _keep)
 install = PATCH.install
 stop_all = PATCH.stop_all
+recover = PATCH.recover

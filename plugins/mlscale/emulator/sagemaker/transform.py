@@ -21,3 +21,4 @@ class EmulatedTransformJob(sm_models.FakeTransformJob):
 PATCH = JobKindPatch("transform", "FakeTransformJob", EmulatedTransformJob, TransformRun, requests.transform)
 install = PATCH.install
 stop_all = PATCH.stop_all
+recover = PATCH.recover

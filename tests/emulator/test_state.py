@@ -1,0 +1,141 @@
+"""The emulator keeps its state across down/up, per account and region, until `mlscale emulator reset`."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+
+import boto3
+import pytest
+import torch
+
+from tests.conftest import free_port, model_tar, training_request, upload_source
+
+pytestmark = pytest.mark.emulator
+SLEEPER = "import time\nprint('training', flush=True)\ntime.sleep(600)\n"
+
+
+def mlscale(*args, env):
+    return subprocess.run([sys.executable, "-m", "mlscale.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=180)  # fmt: skip
+
+
+def wait_until(check, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = check()
+        if answer:
+            return answer
+        time.sleep(0.3)
+    raise TimeoutError(check)
+
+
+@pytest.fixture
+def own_emulator(tmp_path):
+    """An emulator of this test's own (the session's must not restart)."""
+    env = {**os.environ, "MLSCALE_EMULATOR_PORT": str(free_port()), "MLSCALE_EMULATOR_HOME": str(tmp_path)}
+    assert mlscale("emulator", "up", env=env).returncode == 0
+    url = f"http://127.0.0.1:{env['MLSCALE_EMULATOR_PORT']}"
+
+    def client(service, region="us-east-1"):
+        return boto3.client(service, endpoint_url=url, region_name=region)
+
+    yield env, client
+    mlscale("emulator", "down", env=env)
+
+
+def linear_model() -> bytes:
+    layer = torch.nn.Linear(2, 1, bias=False)
+    layer.weight.data = torch.tensor([[1.0, 2.0]])
+    buffer = io.BytesIO()
+    torch.jit.save(torch.jit.script(layer), buffer)
+    return model_tar({"model.pt": buffer.getvalue()})
+
+
+def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
+    env, client = own_emulator
+    s3, sagemaker, logs = client("s3"), client("sagemaker"), client("logs")
+    s3.create_bucket(Bucket="mlscale-test")
+    s3.put_object(Bucket="mlscale-test", Key="kept/object.txt", Body=b"still here")
+    s3.put_object(Bucket="mlscale-test", Key="models/linear.tar.gz", Body=linear_model())
+    sagemaker.create_model_package_group(ModelPackageGroupName="kept-group")
+    sagemaker.create_model(ModelName="linear", ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+                           PrimaryContainer={"Image": "pytorch-inference:2",
+                                             "ModelDataUrl": "s3://mlscale-test/models/linear.tar.gz"})  # fmt: skip
+    sagemaker.create_endpoint_config(EndpointConfigName="linear", ProductionVariants=[{
+        "VariantName": "AllTraffic", "ModelName": "linear", "InitialInstanceCount": 1, "InstanceType": "ml.m5.large"}])
+    sagemaker.create_endpoint(EndpointName="kept", EndpointConfigName="linear")
+    source = upload_source(s3, {"train.py": SLEEPER}, "src/sleeper.tar.gz")
+    sagemaker.create_training_job(**training_request("cut-short", source))
+    wait_until(lambda: sagemaker.describe_training_job(TrainingJobName="cut-short")["SecondaryStatus"] == "Training")
+    wait_until(lambda: sagemaker.describe_endpoint(EndpointName="kept")["EndpointStatus"] == "InService")
+    fsx = client("fsx")
+    file_system = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=["subnet-0123456789abcdef0"],
+                                         LustreConfiguration={"DeploymentType": "PERSISTENT_2",
+                                                              "PerUnitStorageThroughput": 125})["FileSystem"]  # fmt: skip
+    wait_until(lambda: fsx.describe_file_systems(FileSystemIds=[file_system["FileSystemId"]])["FileSystems"][0][
+        "Lifecycle"] == "AVAILABLE")  # fmt: skip
+    association = fsx.create_data_repository_association(FileSystemId=file_system["FileSystemId"],
+                                                         FileSystemPath="/kept",
+                                                         DataRepositoryPath="s3://mlscale-test/kept/")["Association"]  # fmt: skip
+
+    started = time.monotonic()
+    assert "stopped" in mlscale("emulator", "down", env=env).stdout
+    down_seconds = time.monotonic() - started
+    assert down_seconds < 20, f"down took {down_seconds:.1f} s with a job running"
+    assert mlscale("emulator", "up", env=env).returncode == 0
+
+    assert s3.get_object(Bucket="mlscale-test", Key="kept/object.txt")["Body"].read() == b"still here"
+    assert sagemaker.describe_model_package_group(ModelPackageGroupName="kept-group")["ModelPackageGroupName"]
+    job = sagemaker.describe_training_job(TrainingJobName="cut-short")
+    assert job["TrainingJobStatus"] == "Failed" and "emulator stopped while this ran" in job["FailureReason"]
+    streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs")["logStreams"]
+    assert any(s["logStreamName"].startswith("cut-short/") for s in streams)  # its logs are kept too
+    described = fsx.describe_data_repository_associations(AssociationIds=[association["AssociationId"]])
+    assert described["Associations"][0]["FileSystemPath"] == "/kept"
+    # the endpoint's model servers come back: SystemUpdating until they answer, then InService and answering
+    assert wait_until(lambda: sagemaker.describe_endpoint(EndpointName="kept")["EndpointStatus"] != "SystemUpdating"
+                      and sagemaker.describe_endpoint(EndpointName="kept")["EndpointStatus"]) == "InService"  # fmt: skip
+    answer = client("sagemaker-runtime").invoke_endpoint(EndpointName="kept", Body="[[1, 1]]",
+                                                         ContentType="application/json")  # fmt: skip
+    assert json.loads(answer["Body"].read()) == [[3.0]]
+
+    reset = mlscale("emulator", "reset", env=env)
+    assert reset.returncode == 0 and "reset (running" in reset.stdout
+    assert s3.list_buckets()["Buckets"] == []
+    assert sagemaker.list_training_jobs()["TrainingJobSummaries"] == []
+    assert sagemaker.list_endpoints()["Endpoints"] == []
+    assert fsx.describe_data_repository_associations()["Associations"] == []
+    mlscale("emulator", "down", env=env)
+    assert mlscale("emulator", "up", env=env).returncode == 0
+    assert s3.list_buckets()["Buckets"] == []  # nothing came back from an old snapshot
+
+
+def test_mlscale_services_keep_state_per_region(emulator):
+    """FSx associations and Greengrass deployments live in one account and region, as moto's resources do."""
+    def client(service, region):
+        return boto3.client(service, endpoint_url=emulator.endpoint_url, region_name=region)
+
+    east, west = client("fsx", "us-east-1"), client("fsx", "us-west-2")
+    file_system = east.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=["subnet-0123456789abcdef0"],
+                                          LustreConfiguration={"DeploymentType": "PERSISTENT_2",
+                                                               "PerUnitStorageThroughput": 125})["FileSystem"]  # fmt: skip
+    wait_until(lambda: east.describe_file_systems(FileSystemIds=[file_system["FileSystemId"]])["FileSystems"][0][
+        "Lifecycle"] == "AVAILABLE")  # fmt: skip
+    made = east.create_data_repository_association(FileSystemId=file_system["FileSystemId"], FileSystemPath="/east",
+                                                   DataRepositoryPath="s3://mlscale-test/east/")["Association"]  # fmt: skip
+    assert [a["AssociationId"] for a in east.describe_data_repository_associations()["Associations"]
+            if a["FileSystemId"] == file_system["FileSystemId"]] == [made["AssociationId"]]  # fmt: skip
+    assert west.describe_data_repository_associations()["Associations"] == []
+    recipe = {"RecipeFormatVersion": "2020-01-25", "ComponentName": "com.test.RegionProbe",
+              "ComponentVersion": "1.0.0", "Manifests": [{"Platform": {"os": "linux"}, "Lifecycle": {"Run": "true"}}]}
+    client("greengrassv2", "us-east-1").create_component_version(inlineRecipe=json.dumps(recipe).encode())
+    arn = "arn:aws:greengrass:{}:123456789012:components:com.test.RegionProbe:versions:1.0.0"
+    assert client("greengrassv2", "us-east-1").describe_component(arn=arn.format("us-east-1"))["componentVersion"]
+    west_greengrass = client("greengrassv2", "us-west-2")
+    with pytest.raises(west_greengrass.exceptions.ResourceNotFoundException):
+        west_greengrass.describe_component(arn=arn.format("us-west-2"))
