@@ -123,15 +123,17 @@ with DAG(
     @task(multiple_outputs=True)
     def stage_raw_data(params=None, data_interval_start=None, data_interval_end=None, dag_run=None, run_id=None):
         """Check the run's params; make sure the interval's raw partitions exist; the run's layout."""
-        from mlscale.pipeline.layout import run_layout, training_window
+        from mlscale.pipeline.layout import model_version, run_layout, training_window
         from mlscale.pipeline.params import check_run_params
         from mlscale.pipeline.steps import stage_raw_digits
 
         check_run_params(params)
-        start, end = training_window(data_interval_start, data_interval_end, pendulum.instance(dag_run.run_after))
+        run_after = pendulum.instance(dag_run.run_after)
+        start, end = training_window(data_interval_start, data_interval_end, run_after)
         written = stage_raw_digits(AWS_CONN_ID, BUCKET, RAW_PREFIX, params["database"], start, end,
                                    params["records_per_day"])  # fmt: skip
-        return {**run_layout(BUCKET, run_id, start, end), "days_written": written}
+        return {**run_layout(BUCKET, run_id, start, end), "days_written": written,
+                "model_version": model_version(end, run_after)}
 
     raw = stage_raw_data()
 
@@ -304,6 +306,7 @@ with DAG(
             instance_count=1,
             wait_seconds="{{ params.bake_seconds }}",
             sample_body=json.dumps(SAMPLE_ZERO),
+            model_version=raw["model_version"],  # two runs at once: the older model is skipped as superseded
         ),
         **POLL,
     )
@@ -317,6 +320,7 @@ with DAG(
             artifact_prefix=f"s3://{BUCKET}/mlscale/greengrass/",
             thing_group_name=setting("edge_thing_group"),
             sample=json.dumps(SAMPLE_ZERO),
+            model_version=raw["model_version"],
         ),
         **POLL,
     )

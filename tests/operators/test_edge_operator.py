@@ -83,3 +83,47 @@ def test_a_retry_after_a_kill_deploys_again_instead_of_reporting_the_canceled_on
     retried = operator(compiled, "op-fleet").execute(context)
     assert retried["deployment_id"] != killed and retried["status"] == "COMPLETED"
     assert greengrass.get_deployment(deploymentId=killed)["deploymentStatus"] == "CANCELED"
+
+
+def test_two_runs_deploying_at_once_leave_every_device_on_the_newer_model(compiled, clients, emulator):
+    import threading
+
+    import boto3
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    control.provision_edge_fleet(emulator, group="op-race-fleet", count=2)
+    artifacts = {}
+    for label, answer in (("older", 3), ("newer", 7)):
+        layer = torch.nn.Linear(64, 10)
+        layer.weight.data.zero_()
+        layer.bias.data = torch.nn.functional.one_hot(torch.tensor(answer), 10).float()
+        key = f"edge-op/race-{label}/model-ml_c5.tar.gz"
+        clients["s3"].put_object(Bucket="mlscale-test", Key=key,
+                                 Body=model_tar({"model.pt": traced_model(layer, torch.rand(1, 64))}))  # fmt: skip
+        artifacts[label] = f"s3://mlscale-test/{key}"
+    outcomes: dict[str, object] = {}
+
+    def run(label, version):
+        context = {"ti": FakeTI("deploy_edge", run_id=f"manual__race-{label}")}
+        try:
+            outcomes[label] = operator(artifacts[label], "op-race-fleet", model_version=version).execute(context)
+        except AirflowSkipException as skipped:
+            outcomes[label] = skipped
+
+    runs = [threading.Thread(target=run, args=("older", "2026-10-11")),
+            threading.Thread(target=run, args=("newer", "2026-10-18"))]  # fmt: skip
+    for thread in runs:
+        thread.start()
+    for thread in runs:
+        thread.join(timeout=300)
+    newer = outcomes["newer"]
+    assert newer["status"] == "COMPLETED" and {d["answer"] for d in newer["devices"].values()} == {"7"}
+    assert isinstance(outcomes["older"], (dict, AirflowSkipException)), outcomes["older"]
+    greengrass = boto3.client("greengrassv2", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+    for thing in ("op-race-fleet-device-1", "op-race-fleet-device-2"):
+        history = greengrass.list_effective_deployments(coreDeviceThingName=thing)["effectiveDeployments"]
+        last = next(e for e in history if e["coreDeviceExecutionStatus"] == "SUCCEEDED")
+        assert last["deploymentId"] == newer["deployment_id"], history
+    with pytest.raises(AirflowSkipException, match="newer than this run's 2026-10-11"):
+        operator(artifacts["older"], "op-race-fleet", model_version="2026-10-11").execute(
+            {"ti": FakeTI("deploy_edge", run_id="manual__race-late")})

@@ -33,8 +33,9 @@ def artifact(clients, name: str, scale: float | None) -> str:
 
 
 def deploy(uri: str, **overrides) -> dict:
-    spec = EndpointSpec(endpoint_name="op-endpoint", model_artifact=uri, role_arn=ROLE_ARN, image_uri="inference:1",
-                        sample_body="[[1, 2]]", **overrides)  # fmt: skip
+    overrides.setdefault("endpoint_name", "op-endpoint")
+    spec = EndpointSpec(model_artifact=uri, role_arn=ROLE_ARN, image_uri="inference:1", sample_body="[[1, 2]]",
+                        **overrides)  # fmt: skip
     return SageMakerEndpointDeployOperator(task_id="deploy", spec=spec, poll_interval=0.2,
                                            deferrable=False).execute({"ti": FakeTI("deploy")})
 
@@ -69,6 +70,8 @@ def test_create_then_update_then_a_failed_update_keeps_the_old_model_serving(emu
     ({"traffic_routing": "SHADOW"}, "traffic_routing: must be ALL_AT_ONCE, CANARY or LINEAR"),
     ({"canary_percent": 60}, "canary_percent: must be an integer from 1 to 50"),
     ({"wait_seconds": 4000}, "wait_seconds: must be an integer from 0 to 3600"),
+    ({"model_version": "2026-10-18;v2"}, "model_version: must be at most 256 letters"),
+    ({"model_version": "x" * 257}, "model_version: must be at most 256 letters"),
 ])  # fmt: skip
 def test_bad_endpoint_specs(overrides, message):
     spec = EndpointSpec(endpoint_name="e", model_artifact="s3://bkt/m.tar.gz", role_arn=ROLE_ARN, image_uri="i")
@@ -89,3 +92,38 @@ def test_deployment_config_is_what_the_api_takes():
     assert not ParamValidator().validate(request, shape).has_errors()
     assert spec.deployment_config()["BlueGreenUpdatePolicy"]["TrafficRoutingConfiguration"]["LinearStepSize"] == {
         "Type": "CAPACITY_PERCENT", "Value": 20}
+
+
+def test_two_runs_deploying_at_once_end_on_the_newer_model(emulator, clients):
+    """Whichever starts first, the endpoint ends on the newer model_version; the older deploy is skipped."""
+    import threading
+
+    from airflow.sdk.exceptions import AirflowSkipException
+
+    older, newer = artifact(clients, "race-old", 2.0), artifact(clients, "race-new", 20.0)
+    outcomes: dict[str, object] = {}
+
+    def run(label, uri, version):
+        try:
+            outcomes[label] = deploy(uri, endpoint_name="op-race", model_version=version, wait_seconds=1)
+        except AirflowSkipException as skipped:
+            outcomes[label] = skipped
+
+    deploy(artifact(clients, "race-first", 1.0), endpoint_name="op-race", model_version="2026-10-01")
+    runs = [threading.Thread(target=run, args=("older", older, "2026-10-11")),
+            threading.Thread(target=run, args=("newer", newer, "2026-10-18"))]  # fmt: skip
+    for thread in runs:
+        thread.start()
+    for thread in runs:
+        thread.join(timeout=240)
+    assert json.loads(outcomes["newer"]["sample_answer"]) == [[60.0]]
+    runtime = __import__("boto3").client("sagemaker-runtime", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+    answer = runtime.invoke_endpoint(EndpointName="op-race", Body="[[1, 2]]", ContentType="application/json")
+    assert json.loads(answer["Body"].read()) == [[60.0]]
+    # the older one either went first and was then replaced, or found the newer one and skipped
+    assert isinstance(outcomes["older"], (dict, AirflowSkipException)), outcomes["older"]
+    if isinstance(outcomes["older"], AirflowSkipException):
+        assert "Superseded" in str(outcomes["older"]) and "2026-10-18" in str(outcomes["older"])
+    # and afterwards the older model is never deployed over the newer one
+    with pytest.raises(AirflowSkipException, match="newer than this run's 2026-10-11"):
+        deploy(older, endpoint_name="op-race", model_version="2026-10-11")

@@ -88,6 +88,19 @@ def test_a_retry_registers_the_model_once(emulator, clients, held_out):
     assert again["transform_job"] == once["transform_job"]
 
 
+def test_a_retry_never_takes_its_own_package_for_the_champion(emulator, clients, held_out):
+    group = {"model_package_group": "eval-test-champion", "min_value": 0.5}
+    champion = evaluate("slightly-worse", "run-champion", **group)
+    assert champion["decision"] == "Approved"
+    once = evaluate("perfect", "run-candidate", **group)
+    again = evaluate("perfect", "run-candidate", **group)  # the retry finds its own Approved package, newest
+    assert again["model_package_arn"] == once["model_package_arn"]
+    report = json.loads(clients["s3"].get_object(Bucket="mlscale-test",
+                                                 Key="eval-op/runs/run-candidate/evaluation.json")["Body"].read())
+    assert report["champion"]["arn"] == champion["model_package_arn"]
+    assert report["champion"]["value"] == champion["metrics"]["accuracy"]
+
+
 def test_manual_approval_registers_pending(emulator, clients, held_out):
     assert evaluate("perfect", "run-manual", manual_approval=True)["decision"] == "PendingManualApproval"
 

@@ -16,6 +16,7 @@ from mlscale.hooks.resources import GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, de
 from mlscale.links import GreengrassDeploymentLink
 from mlscale.naming import resource_name
 from mlscale.operators.stage import StageOperator, Wait
+from mlscale.operators.supersede import MODEL_VERSION_TAG, skip_if_superseded
 from mlscale.specs.edge import EdgeDeploymentSpec
 
 if TYPE_CHECKING:
@@ -30,7 +31,11 @@ class GreengrassEdgeDeployOperator(StageOperator):
     run, so a retry never deploys twice. The wait is deferred like every
     stage's; killing the task cancels the deployment. Each device runs a smoke
     inference; the task fails when the deployment is canceled (abort criteria)
-    or a device fails, naming the devices and the reasons. XCom: deployment
+    or a device fails, naming the devices and the reasons. Runs that deploy
+    to one thing group at once: a new deployment replaces one still rolling
+    out (as Greengrass does), and with `spec.model_version` set a model
+    older than the group's newest deployment is skipped as superseded, also
+    when a newer run's deployment replaced it while it rolled out. XCom: deployment
     id, status, and each device's status, reason and answer
     (`wait_for_completion=False`: the deployment id and target, for
     GreengrassDeploymentSensor).
@@ -58,9 +63,23 @@ class GreengrassEdgeDeployOperator(StageOperator):
                 "target_arn": deployment["targetArn"]}  # fmt: skip
 
     def failed(self, context: Context, event: dict[str, Any]) -> None:
-        if event["status"] == "failed":  # canceled by its abort criteria: say which devices failed and why
-            self._outcome(event["resource_id"])
+        if event["status"] == "failed":
+            deployment = self.hook.conn.get_deployment(deploymentId=event["resource_id"])
+            if deployment["deploymentStatus"] == "INACTIVE":  # another run's deployment replaced ours
+                self._skip_if_superseded(deployment["targetArn"])
+            self._outcome(event["resource_id"])  # canceled by its abort criteria: which devices failed and why
         super().failed(context, event)
+
+    def _skip_if_superseded(self, group_arn: str) -> None:
+        """Skip when the thing group has (or is getting) a newer model than this task's `model_version`."""
+        client = self.hook.conn
+        for summary in client.list_deployments(targetArn=group_arn, historyFilter="ALL")["deployments"]:
+            if summary["deploymentStatus"] not in ("ACTIVE", "COMPLETED"):
+                continue  # canceled, failed or replaced: not what the devices run
+            tags = client.get_deployment(deploymentId=summary["deploymentId"]).get("tags") or {}
+            skip_if_superseded(self.spec.model_version, tags.get(MODEL_VERSION_TAG),
+                               f"thing group {self.spec.thing_group_name}")  # fmt: skip
+            return  # the newest one the devices run (or are getting) decides
 
     # -- steps ------------------------------------------------------------------------------------------------
 
@@ -75,6 +94,7 @@ class GreengrassEdgeDeployOperator(StageOperator):
         upload_if_missing(self.s3_hook(), app_zip, app_uri)
         self._create_component(version, app_uri, digest)
         group_arn = self.aws_client("iot").describe_thing_group(thingGroupName=spec.thing_group_name)["thingGroupArn"]
+        self._skip_if_superseded(group_arn)
         ti = context["ti"]
         for attempt in range(1, 100):
             # one deployment per task run (the client token); one that ended CANCELED or FAILED (the task
@@ -82,6 +102,7 @@ class GreengrassEdgeDeployOperator(StageOperator):
             token = resource_name(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1), attempt=attempt)
             deployment = self.hook.conn.create_deployment(
                 targetArn=group_arn, deploymentName=token, clientToken=token,
+                tags={MODEL_VERSION_TAG: spec.model_version} if spec.model_version else {},
                 components={spec.component_name: {"componentVersion": version}},
                 deploymentPolicies={"failureHandlingPolicy": spec.failure_handling,
                                     "componentUpdatePolicy": {"timeoutInSeconds": spec.component_timeout,

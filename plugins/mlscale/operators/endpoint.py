@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from airflow.sdk.exceptions import AirflowException
+from botocore.exceptions import ClientError
 
 from mlscale.hooks.resources import ENDPOINT
 from mlscale.links import EndpointLink
 from mlscale.operators.stage import StageOperator, Wait
+from mlscale.operators.supersede import MODEL_VERSION_TAG, skip_if_superseded
 from mlscale.specs.endpoint import EndpointSpec
 
 if TYPE_CHECKING:
@@ -33,7 +35,12 @@ class SageMakerEndpointDeployOperator(StageOperator):
     XCom: endpoint, config, variant, scaling policy, the sample's answer.
 
     A retry finds the model and config by name and the endpoint in whatever
-    state it is: it waits again instead of updating twice. Killing the task
+    state it is: it waits again instead of updating twice. Runs that deploy
+    to one endpoint at once take turns: an endpoint being updated (by
+    anyone) is waited for, then the decision is made again; with
+    `spec.model_version` set (a tag on the endpoint config), a model older
+    than the one the endpoint serves is not deployed: the task is skipped
+    as superseded. Killing the task
     while the endpoint is created deletes it; SageMaker has no call to cancel
     an update, which completes or rolls back by its DeploymentConfig. With
     `wait_for_completion=False` the task ends once the create or update is
@@ -71,17 +78,15 @@ class SageMakerEndpointDeployOperator(StageOperator):
                 raise AirflowException(f"Endpoint {spec.endpoint_name} is {status} "
                                        f"({existing.get('FailureReason', 'no reason given')}): delete it to deploy "
                                        "again; SageMaker updates only InService endpoints")  # fmt: skip
-            if not ENDPOINT.settled(existing):
-                self.log.info("Endpoint %s is %s; waiting for it.", spec.endpoint_name, status)
-                return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False)
+            if not ENDPOINT.settled(existing):  # our own update of a try before, or another run's
+                self.log.info("Endpoint %s is %s; waiting for it, then deciding again.", spec.endpoint_name, status)
+                return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False, recheck=True)
             if existing["EndpointConfigName"] != config_name:
-                self.log.info("Updating endpoint %s: %s -> %s", spec.endpoint_name, existing["EndpointConfigName"],
-                              config_name)  # fmt: skip
-                sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name,
-                                          DeploymentConfig=spec.deployment_config())  # fmt: skip
-                return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False)
+                self._skip_if_superseded(existing["EndpointConfigName"])
+                return self._update(existing["EndpointConfigName"], config_name)
         final = ENDPOINT.describe(sagemaker, spec.endpoint_name)
         if final["EndpointConfigName"] != config_name:
+            self._skip_if_superseded(final["EndpointConfigName"])  # a newer run's update came right after ours
             raise AirflowException(f"Endpoint {spec.endpoint_name} still serves {final['EndpointConfigName']}, not "
                                    f"{config_name}: the update failed or rolled back "
                                    f"({final.get('FailureReason', 'no reason given')})")  # fmt: skip
@@ -89,6 +94,26 @@ class SageMakerEndpointDeployOperator(StageOperator):
         answer = self._smoke_test()
         return {"endpoint_name": spec.endpoint_name, "endpoint_config": config_name, "variant": VARIANT,
                 "scaling_policy": policy, "sample_answer": answer}  # fmt: skip
+
+    def _update(self, serving: str, config_name: str) -> Wait:
+        spec, sagemaker = self.spec, self.hook.conn
+        self.log.info("Updating endpoint %s: %s -> %s", spec.endpoint_name, serving, config_name)
+        try:
+            sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name,
+                                      DeploymentConfig=spec.deployment_config())  # fmt: skip
+        except ClientError as error:  # another run's update began since we looked: wait for it, then decide again
+            if "in-progress" not in str(error) and "Cannot update" not in str(error):
+                raise
+            self.log.info("Endpoint %s is being updated by someone else: %s", spec.endpoint_name, error)
+            return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False, recheck=True)
+        return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False)
+
+    def _skip_if_superseded(self, serving_config: str) -> None:
+        """Skip when the endpoint serves a newer model (`model_version` of its config) than this task's."""
+        sagemaker = self.hook.conn
+        arn = sagemaker.describe_endpoint_config(EndpointConfigName=serving_config)["EndpointConfigArn"]
+        tags = {t["Key"]: t["Value"] for t in sagemaker.list_tags(ResourceArn=arn).get("Tags", [])}
+        skip_if_superseded(self.spec.model_version, tags.get(MODEL_VERSION_TAG), f"endpoint {self.spec.endpoint_name}")
 
     def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
         return {"endpoint_name": self.spec.endpoint_name, "endpoint_config": self._config_name()}
@@ -106,9 +131,10 @@ class SageMakerEndpointDeployOperator(StageOperator):
         try:
             sagemaker.describe_endpoint_config(EndpointConfigName=name)
         except sagemaker.exceptions.ClientError:
+            tags = [{"Key": MODEL_VERSION_TAG, "Value": self.spec.model_version}] if self.spec.model_version else []
             sagemaker.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[{
                 "VariantName": VARIANT, "ModelName": model_name, "InstanceType": self.spec.instance_type,
-                "InitialInstanceCount": self.spec.instance_count, "InitialVariantWeight": 1.0}])  # fmt: skip
+                "InitialInstanceCount": self.spec.instance_count, "InitialVariantWeight": 1.0}], Tags=tags)  # fmt: skip
 
     def _autoscale(self) -> str:
         spec = self.spec

@@ -52,7 +52,7 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
         metrics = classification_metrics(labels, predictions)
         base = self.spec.output_uri.rstrip("/")
         evaluation_uri, matrix_uri = f"{base}/evaluation.json", f"{base}/confusion_matrix.png"
-        champion, champion_arn = self._champion(s3)
+        champion, champion_arn = self._champion(s3, evaluation_uri)
         decision = decide(self.spec.metric, metrics[self.spec.metric], float(self.spec.min_value), champion,
                           float(self.spec.champion_tolerance), self.spec.manual_approval)  # fmt: skip
         report = {"metrics": metrics, "gate": decision.to_dict(), "champion": {"arn": champion_arn, "value": champion},
@@ -86,7 +86,8 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
             labels.append(np.loadtxt(s3.read_key(label_key, bucket_name=label_bucket).splitlines(), dtype=int, ndmin=1))
         return np.concatenate(predictions), np.concatenate(labels)
 
-    def _champion(self, s3) -> tuple[float | None, str | None]:
+    def _champion(self, s3, evaluation_uri: str) -> tuple[float | None, str | None]:
+        """The newest Approved package that is not this candidate (a retried task registered it already)."""
         sagemaker = self.hook.conn
         try:
             packages = sagemaker.list_model_packages(ModelPackageGroupName=self.spec.model_package_group,
@@ -97,6 +98,9 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
         for summary in packages:
             package = sagemaker.describe_model_package(ModelPackageName=summary["ModelPackageArn"])
             uri = package.get("ModelMetrics", {}).get("ModelQuality", {}).get("Statistics", {}).get("S3Uri")
+            containers = package.get("InferenceSpecification", {}).get("Containers") or [{}]
+            if uri == evaluation_uri or containers[0].get("ModelDataUrl") == self.spec.model_artifact:
+                continue
             if uri:
                 bucket, key = s3.parse_s3_url(uri)
                 return float(json.loads(s3.read_key(key, bucket_name=bucket))["metrics"][self.spec.metric]), summary[

@@ -34,11 +34,16 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Wait:
-    """What `advance` answers while AWS works: the resource to wait on; whether killing the task stops it."""
+    """What `advance` answers while AWS works: the resource to wait on; whether killing the task stops it.
+
+    `recheck`: the wait is on someone else's work (another run updating a shared endpoint): once it settles,
+    `advance` decides again from the start (`settled` None) instead of taking the outcome for its own.
+    """
 
     kind: ResourceKind
     resource_id: str
     stop_on_kill: bool = True
+    recheck: bool = False
 
 
 class StageOperator(AwsBaseOperator):
@@ -112,12 +117,12 @@ class StageOperator(AwsBaseOperator):
             self.spec.validate()
         return self._drive(context, None)
 
-    def resume(self, context: Context, event: dict[str, Any] | None = None) -> Any:
+    def resume(self, context: Context, event: dict[str, Any] | None = None, recheck: bool = False) -> Any:
         if not event or "status" not in event:
             raise AirflowException(f"The trigger returned no event: {event!r}")
         if self.spec is not None:  # a resumed task renders its spec again: convert the strings again
             self.spec.validate()
-        return self._drive(context, event)
+        return self._drive(context, None if recheck and event["status"] == "success" else event)
 
     def _drive(self, context: Context, settled: dict[str, Any] | None) -> Any:
         while True:
@@ -136,8 +141,11 @@ class StageOperator(AwsBaseOperator):
             if self.deferrable:
                 self.defer(trigger=StageTrigger(
                     outcome.kind.name, outcome.resource_id, self.poll_interval, outcome.stop_on_kill,
-                    self.aws_conn_id, self.region_name, self.verify, self.botocore_config), method_name="resume")  # fmt: skip
+                    self.aws_conn_id, self.region_name, self.verify, self.botocore_config), method_name="resume",
+                    kwargs={"recheck": outcome.recheck})  # fmt: skip
             settled = self._wait_here(outcome)
+            if outcome.recheck and settled["status"] == "success":
+                settled = None
 
     def _wait_here(self, wait: Wait) -> dict[str, Any]:
         """Poll in the worker (`deferrable=False`), logging what the trigger would log."""

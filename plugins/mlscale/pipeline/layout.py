@@ -19,6 +19,11 @@ def training_window(start, end, run_after, days: int = 7):
     return start.start_of("day"), end.start_of("day")
 
 
+def model_version(end, run_after) -> str:
+    """Orders the deploys of runs to one endpoint and fleet: newer data wins; for the same data, the later run."""
+    return f"{end.to_date_string()}/{run_after.in_timezone('UTC').to_iso8601_string()}"
+
+
 def run_layout(bucket: str, run_id: str, start, end) -> dict[str, Any]:
     """Every prefix one run writes, keyed for the DAG's XComArgs; the seed shuffles the window's shards."""
     etl = f"s3://{bucket}/mlscale/etl/{run_slug(run_id)}/"

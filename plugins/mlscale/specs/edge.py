@@ -25,12 +25,15 @@ class EdgeDeploymentSpec:
     failure_handling: str = "ROLLBACK"  # or DO_NOTHING
     abort_threshold_percent: float = 50.0  # cancel the rollout once this share of devices failed
     component_timeout: int = 120  # seconds a device may take to install and run the component
+    # orders deploys of several runs to one target: an older model_version than the one it has is skipped
+    model_version: str | None = None
 
     template_fields = ("compiled_artifact", "artifact_prefix", "thing_group_name", "sample",
-                       "abort_threshold_percent", "component_timeout")  # fmt: skip
+                       "abort_threshold_percent", "component_timeout", "model_version")  # fmt: skip
 
     def validate(self) -> None:
         coerce_fields(self)
+        rules.model_version(self.model_version)
         require(isinstance(self.component_name, str) and bool(rules.NAME.match(self.component_name.replace(".", "-"))),
                 "component_name", "must be letters, digits, '.' and '-'", self.component_name)  # fmt: skip
         rules.s3_uri(self.compiled_artifact, "compiled_artifact")

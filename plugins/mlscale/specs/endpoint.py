@@ -32,12 +32,15 @@ class EndpointSpec:
     wait_seconds: int = 300
     termination_wait_seconds: int = 0
     rollback_alarms: list[str] = field(default_factory=list)
+    # orders deploys of several runs to one target: an older model_version than the one it has is skipped
+    model_version: str | None = None
 
     template_fields = ("endpoint_name", "model_artifact", "role_arn", "image_uri", "instance_type",
-                       "instance_count", "wait_seconds", "sample_body")  # fmt: skip
+                       "instance_count", "wait_seconds", "sample_body", "model_version")  # fmt: skip
 
     def validate(self) -> None:
         coerce_fields(self)
+        rules.model_version(self.model_version)
         require(bool(rules.NAME.match(self.endpoint_name or "")), "endpoint_name",
                 "must be 1-63 letters, digits and '-'", self.endpoint_name)  # fmt: skip
         rules.s3_uri(self.model_artifact, "model_artifact")

@@ -13,6 +13,7 @@ from mlscale.specs.errors import SpecError
 ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$")
 NAME = NAME_PATTERN  # SageMaker, Greengrass and registry names share the rule
 INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
+TAG_VALUE = re.compile(r"^[\w\s.:/=+\-@]{0,256}$")  # the Tag Value rule SageMaker and Greengrass share
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
 
 
@@ -67,3 +68,9 @@ def tags(value: dict[str, str], field: str = "tags") -> None:
         require(not key.lower().startswith("aws:"), f"{field}[{key!r}]", "the aws: prefix is reserved for AWS")
         require(isinstance(tag_value, str) and len(tag_value) <= 256, f"{field}[{key!r}]",
                 "values are strings of at most 256 characters", tag_value)  # fmt: skip
+
+
+def model_version(value: Any, field: str = "model_version") -> None:
+    """Optional; a tag value, compared as a string to order deploys (newer sorts later)."""
+    require(value is None or (isinstance(value, str) and bool(TAG_VALUE.match(value))), field,
+            "must be at most 256 letters, digits, spaces and _.:/=+-@ (it is stored as a tag)", value)  # fmt: skip
