@@ -19,7 +19,7 @@ def test_dag_parses_with_its_params_form():
     assert sorted(dag.task_ids) == ["choose_targets", "compile", "delete_fsx", "deploy_edge", "deploy_endpoint",
                                     "diagnose", "etl", "evaluate", "gate", "plan_shards", "quality", "shard",
                                     "stage_fsx", "stage_raw_data", "train", "training_inputs"]  # fmt: skip
-    assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile"}
+    assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile", "stage_raw_data"}
     assert dag.get_task("compile").upstream_task_ids == {"gate", "train", "stage_raw_data"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert [a.name for a in dag.get_task("etl").outlets] == ["mlscale_training_data"]  # downstream DAGs schedule on it
@@ -118,5 +118,5 @@ def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
     assert "xcom_pull" not in source and "sys.path" not in source and "os.environ" not in source
     dag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"]
     assert dag.get_task("evaluate").upstream_task_ids == {"train", "stage_raw_data"}
-    assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile"}
+    assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile", "stage_raw_data"}
     assert not dag.render_template_as_native_obj  # the specs convert rendered strings themselves

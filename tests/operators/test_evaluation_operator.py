@@ -47,11 +47,12 @@ def held_out(clients):
 
 
 def evaluate(model: str, run: str, **overrides) -> dict:
+    overrides = {"model_package_group": GROUP, "min_value": 0.9, **overrides}
     spec = EvaluationSpec(model_artifact=f"s3://mlscale-test/eval-op/models/{model}/model.tar.gz", role_arn=ROLE_ARN,
                           image_uri="pytorch-inference:2", features_uri="s3://mlscale-test/eval-op/features/",
                           labels_uri="s3://mlscale-test/eval-op/labels/",
-                          output_uri=f"s3://mlscale-test/eval-op/runs/{run}/", model_package_group=GROUP,
-                          min_value=0.9, champion_tolerance=0.05, **overrides)  # fmt: skip
+                          output_uri=f"s3://mlscale-test/eval-op/runs/{run}/", champion_tolerance=0.05,
+                          **overrides)  # fmt: skip
     operator = SageMakerBatchEvaluationOperator(task_id="evaluate", spec=spec, deferrable=False, poll_interval=0.3)
     return operator.execute({"ti": FakeTI("evaluate", run_id=run)})
 
