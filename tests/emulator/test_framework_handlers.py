@@ -63,3 +63,65 @@ def test_a_scikit_learn_script_with_only_model_fn_transforms(clients, svc):
 def test_the_same_model_in_a_pytorch_image_fails_as_it_would_on_sagemaker(clients, svc):
     job = transform(clients["sagemaker"], "sk-in-pytorch", "sk-as-pytorch", "sk-in/", accept="application/json")
     assert job["TransformJobStatus"] == "Failed" and "eval" in job["FailureReason"]
+
+
+XGBOOST_IMAGE = "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-xgboost:1.7-1"
+# The SageMaker XGBoost script-mode examples' inference side: only model_fn.
+XGBOOST_INFERENCE = b"""import os
+import xgboost as xgb
+
+def model_fn(model_dir):
+    booster = xgb.Booster()
+    booster.load_model(os.path.join(model_dir, "xgboost-model"))
+    return booster
+"""
+
+
+@pytest.fixture(scope="module")
+def booster(clients):
+    import xgboost
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    train = xgboost.DMatrix(digits.data[:1500], label=digits.target[:1500])
+    model = xgboost.train({"objective": "multi:softmax", "num_class": 10, "max_depth": 4}, train, num_boost_round=20)
+    raw = bytearray(model.save_raw("json"))
+    features = digits.data[1500:1600]
+    text = io.StringIO()
+    np.savetxt(text, features, delimiter=",", fmt="%g")
+    clients["s3"].put_object(Bucket="mlscale-test", Key="xgb-in/features.csv", Body=text.getvalue().encode())
+    archives = {"xgb-script": {"xgboost-model": bytes(raw), "code/inference.py": XGBOOST_INFERENCE},
+                "xgb-builtin": {"xgboost-model": bytes(raw)}}  # the built-in algorithm's artifact: no script
+    for name, files in archives.items():
+        clients["s3"].put_object(Bucket="mlscale-test", Key=f"xgb/{name}.tar.gz", Body=model_tar(files))
+        environment = {"SAGEMAKER_PROGRAM": "inference.py"} if "code/inference.py" in files else {}
+        clients["sagemaker"].create_model(ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+                                          PrimaryContainer={"Image": XGBOOST_IMAGE, "Environment": environment,
+                                                            "ModelDataUrl": f"s3://mlscale-test/xgb/{name}.tar.gz"})  # fmt: skip
+    return model.predict(xgboost.DMatrix(features))
+
+
+@pytest.mark.parametrize("model", ["xgb-script", "xgb-builtin"])
+def test_an_xgboost_model_transforms_with_the_containers_defaults(clients, booster, model):
+    job = transform(clients["sagemaker"], f"{model}-transform", model, "xgb-in/", accept="text/csv")
+    assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
+    body = clients["s3"].get_object(Bucket="mlscale-test", Key=f"out/{model}-transform/features.csv.out")["Body"].read()
+    predicted = [float(v) for line in body.decode().split() for v in line.split(",")]
+    assert predicted == booster.tolist()  # the container's predict_fn: booster.predict on a DMatrix
+    assert framework_of(XGBOOST_IMAGE) == "xgboost"
+
+
+def test_xgboost_reads_libsvm_as_its_container_does(tmp_path):
+    import xgboost
+
+    from mlscale.emulator.serving.handlers import HandlerChain
+
+    data = np.array([[5.0, 1.0, 4.0], [3.0, 6.0, 2.0]])  # no zeros: LibSVM leaves out what is missing
+    model = xgboost.train({"objective": "reg:squarederror"}, xgboost.DMatrix(data, label=[1.0, 7.0]), 5)
+    model.save_model(str(tmp_path / "model.json"))
+    (tmp_path / "model.json").rename(tmp_path / "xgboost-model")
+    chain = HandlerChain(tmp_path, None, "inference.py", "xgboost")
+    csv_answer, _ = chain(b"5,1,4\n3,6,2", "text/csv", "application/json")
+    libsvm_answer, _ = chain(b"0 0:5 1:1 2:4\n0 0:3 1:6 2:2", "text/libsvm", "application/json")
+    assert json.loads(libsvm_answer) == pytest.approx(json.loads(csv_answer))
+    assert json.loads(csv_answer) == pytest.approx(model.predict(xgboost.DMatrix(data)).tolist())

@@ -5,7 +5,9 @@ else the defaults of the framework the container image is for:
   `model(data)` under no_grad.
 - scikit-learn (sagemaker-scikit-learn-container): the script must define model_fn (the container has
   no default); JSON, CSV and NPY in as a NumPy array; `model.predict(data)`.
-Both answer JSON, CSV or NPY by the Accept header."""
+- XGBoost (sagemaker-xgboost-container): the `xgboost-model` file (a saved Booster, or a pickled one);
+  CSV (no header), LibSVM, JSON and NPY in as a DMatrix; `booster.predict(dmatrix)`.
+All answer JSON, CSV or NPY by the Accept header."""
 
 from __future__ import annotations
 
@@ -101,10 +103,63 @@ def sklearn_predict_fn(data, model):
     return model.predict(data)
 
 
-# framework -> (model_fn, input_fn, predict_fn): each toolkit's defaults (output_fn is the same in both)
+LIBSVM = ("text/libsvm", "text/x-libsvm")
+
+
+def xgboost_model_fn(model_dir: str):
+    """As the XGBoost container loads `xgboost-model`: XGBoost's own format, else a pickled Booster."""
+    import pickle
+
+    import xgboost
+
+    path = Path(model_dir) / "xgboost-model"
+    if not path.is_file():
+        raise ValueError(f"no model_fn and no xgboost-model file in {model_dir}: found "
+                         f"{sorted(p.name for p in Path(model_dir).iterdir())}")  # fmt: skip
+    booster = xgboost.Booster()
+    try:
+        booster.load_model(str(path))
+    except xgboost.core.XGBoostError:
+        with open(path, "rb") as handle:
+            booster = pickle.load(handle)
+    return booster
+
+
+def xgboost_input_fn(body: bytes | str, content_type: str):
+    """The XGBoost container's decoders: CSV and LibSVM (its defaults), JSON and NPY, to a DMatrix."""
+    import xgboost
+
+    kind = (content_type or "").split(";")[0].strip()
+    if kind in LIBSVM:
+        return _libsvm_matrix(body if isinstance(body, str) else body.decode())
+    return xgboost.DMatrix(numpy_input_fn(body, content_type))
+
+
+def _libsvm_matrix(text: str):
+    """`label index:value ...` rows (the label is ignored at inference) as a sparse DMatrix."""
+    import scipy.sparse
+    import xgboost
+
+    rows, columns, values = [], [], []
+    for row, line in enumerate(line for line in text.splitlines() if line.strip()):
+        for pair in line.split()[1:]:
+            index, value = pair.split(":")
+            rows.append(row)
+            columns.append(int(index))
+            values.append(float(value))
+    return xgboost.DMatrix(scipy.sparse.csr_matrix((values, (rows, columns))))
+
+
+def xgboost_predict_fn(data, model):
+    booster = model.get_booster() if hasattr(model, "get_booster") else model  # an XGBClassifier from model_fn
+    return booster.predict(data)
+
+
+# framework -> (model_fn, input_fn, predict_fn): each toolkit's defaults (output_fn is the same in all)
 DEFAULTS = {
     "pytorch": (default_model_fn, default_input_fn, default_predict_fn),
     "sklearn": (sklearn_model_fn, numpy_input_fn, sklearn_predict_fn),
+    "xgboost": (xgboost_model_fn, xgboost_input_fn, xgboost_predict_fn),
 }
 
 
@@ -114,6 +169,8 @@ def framework_of(image: str) -> str:
     repository = image.rsplit("/", 1)[-1].split(":")[0].lower()
     if "scikit-learn" in repository or "sklearn" in repository:
         return "sklearn"
+    if "xgboost" in repository:
+        return "xgboost"
     return "pytorch"
 
 
