@@ -10,6 +10,10 @@ torchrun's RANK/WORLD_SIZE, and prints the lines that the job's
 MetricDefinitions pick up:
 
     epoch=3 train_loss=0.1234 test_loss=0.0987 test_accuracy=0.9750
+
+When the job has a CheckpointConfig, rank 0 saves a checkpoint after every
+epoch to its local path (/opt/ml/checkpoints, which SageMaker syncs to S3), and
+a restarted job (a Managed Spot interruption) resumes from the last one.
 """
 
 import argparse
@@ -95,6 +99,29 @@ def weights_digest(model) -> str:
     return digest.hexdigest()[:16]
 
 
+# CheckpointConfig.LocalPath's default; SAGEMAKER_BASE_DIR moves /opt/ml, as in the training toolkit
+CHECKPOINTS = os.path.join(os.environ.get("SAGEMAKER_BASE_DIR", "/opt/ml"), "checkpoints")
+
+
+def save_checkpoint(epoch, model, optimizer):
+    """Written whole, then renamed: an interruption mid-write leaves the previous checkpoint."""
+    path = os.path.join(CHECKPOINTS, "checkpoint.pt")
+    torch.save({"epoch": epoch, "model": model.state_dict(), "optimizer": optimizer.state_dict()}, path + ".partial")
+    os.replace(path + ".partial", path)
+
+
+def resume_epoch(model, optimizer):
+    """The epoch to start from: 1, or the one after the last checkpoint (loaded into model and optimizer)."""
+    path = os.path.join(CHECKPOINTS, "checkpoint.pt")
+    if not os.path.isfile(path):
+        return 1
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["model"])
+    optimizer.load_state_dict(state["optimizer"])
+    print(f"resumed from checkpoint epoch={state['epoch']}", flush=True)
+    return state["epoch"] + 1
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=12)
@@ -125,8 +152,12 @@ def main():
     model = DigitsCNN()
     trained = DistributedDataParallel(model) if world_size > 1 else model
     optimizer = torch.optim.Adam(trained.parameters(), lr=args.lr)
+    checkpointing = os.path.isdir(CHECKPOINTS)  # SageMaker creates it when the job has a CheckpointConfig
+    first_epoch = resume_epoch(model, optimizer) if checkpointing else 1
     started = time.time()
-    for epoch in range(1, args.epochs + 1):
+    if first_epoch > args.epochs:  # the checkpoint is the last epoch: nothing is left to train
+        test_loss, accuracy = evaluate(model, test_loader)
+    for epoch in range(first_epoch, args.epochs + 1):
         trained.train()
         stats = None
         if sharded:  # each rank streams its own shards, read front to back
@@ -149,6 +180,8 @@ def main():
         test_loss, accuracy = evaluate(model, test_loader)
         print(f"epoch={epoch} train_loss={total / batches:.4f} test_loss={test_loss:.4f} "
               f"test_accuracy={accuracy:.4f} elapsed={time.time() - started:.1f}s", flush=True)
+        if checkpointing and rank == 0:
+            save_checkpoint(epoch, model, optimizer)
 
     print(f"rank={rank} weights_sha256={weights_digest(model)}", flush=True)
     if rank == 0:

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 
 def install_services() -> None:
     """Patch moto's backends where mlscale does the work moto only records."""
-    from mlscale.emulator import console
+    from mlscale.emulator import console, faults
     from mlscale.emulator.athena import queries
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
@@ -35,6 +35,7 @@ def install_services() -> None:
     glue_jobs.install()
     greengrass.install()
     console.install()
+    faults.install()
 
 
 def shutdown_services() -> None:

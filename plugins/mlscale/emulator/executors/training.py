@@ -17,6 +17,7 @@ from mlscale.emulator import settings
 from mlscale.emulator.executors import requirements, s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import free_port, launch, stop_process_group
+from mlscale.emulator.executors.spot import INTERRUPTED, Spot
 from mlscale.emulator.executors.utilisation import UtilisationSampler
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class TrainingRun:
         ]
         self._metrics: dict[str, float] = {}
         self._metrics_lock = threading.Lock()
+        self.spot = Spot(job)
         self.thread = threading.Thread(target=self._run, name=f"training-{job.training_job_name}", daemon=True)
 
     # -- control --------------------------------------------------------------------------------
@@ -84,7 +86,7 @@ class TrainingRun:
         if getattr(job, "training_start_time", None):
             seconds = max(1, round((job.training_end_time - job.training_start_time).total_seconds()))
             job.training_time_in_seconds = seconds
-            job.billable_time_in_seconds = seconds
+            job.billable_time_in_seconds = self.spot.billable(seconds)
         if failure:
             job.failure_reason = failure[:FAILURE_LIMIT]
         with self._metrics_lock:
@@ -120,8 +122,10 @@ class TrainingRun:
         self._set_status("InProgress", "Training", "Training image download completed. Training in progress.")
         job.training_start_time = _now()
         outcome = self._train(hosts, layouts)
+        while outcome is INTERRUPTED and self.spot.restart(self, s3, layouts):
+            outcome = self._train(hosts, layouts)
 
-        if outcome is None or self._stop_requested.is_set():
+        if outcome is None or outcome is INTERRUPTED or self._stop_requested.is_set():
             # SageMaker still uploads what the script saved before it was stopped.
             self._upload_outputs(s3, layouts[0])
             return self._finish("Stopped", self._stop_status, "Training job stopped")
@@ -146,7 +150,7 @@ class TrainingRun:
         for channel in channels:
             self._check_channel(channel, default_mode)
         for index, (host, layout) in enumerate(zip(hosts, layouts)):
-            layout.create(list(data_config))
+            layout.create(list(data_config), checkpoints=bool(job.checkpoint_config))
             training_env.write_config_files(
                 layout, job.hyper_parameters, training_env.resource_config(host, hosts, instance_type), data_config
             )
@@ -217,9 +221,10 @@ class TrainingRun:
 
     # -- processes --------------------------------------------------------------------------------
 
-    def _train(self, hosts: list[str], layouts: list[training_env.HostLayout]) -> str | None:
-        """Run every host; '' on success, the failure text on failure, None when stopped."""
+    def _train(self, hosts: list[str], layouts: list[training_env.HostLayout]) -> Any:
+        """Run every host; '' on success, the failure text on failure, None when stopped, or INTERRUPTED."""
         job = self.job
+        self._processes = []
         user_hps, framework_hps = training_env.decode_hyperparameters(job.hyper_parameters or {})
         request_env = dict(job.environment or {}) if hasattr(job, "environment") else {}
         program = request_env.get("SAGEMAKER_PROGRAM") or framework_hps.get("sagemaker_program")
@@ -257,9 +262,11 @@ class TrainingRun:
         sampler = UtilisationSampler(settings.aws_client("cloudwatch", self.region), job.training_job_name,
                                      {host: p.pid for host, p in zip(hosts, self._processes)}, self.job_dir,
                                      interval=METRICS_INTERVAL).start()  # fmt: skip
+        started = time.monotonic()
         try:
             return self._wait(layouts, stderr_tails)
         finally:
+            self.spot.ran_seconds += time.monotonic() - started
             sampler.stop()
             for process in self._processes:
                 stop_process_group(process, STOP_GRACE_SECONDS)
@@ -311,12 +318,14 @@ class TrainingRun:
 
         return on_line
 
-    def _wait(self, layouts, stderr_tails) -> str | None:
+    def _wait(self, layouts, stderr_tails) -> Any:
         max_runtime = (self.job.stopping_condition or {}).get("MaxRuntimeInSeconds", 86400)
         deadline = time.monotonic() + int(max_runtime)
         while True:
             if self._stop_requested.is_set():
                 return None
+            if self.spot.reclaim.is_set():
+                return INTERRUPTED
             if time.monotonic() > deadline:
                 self.stop("MaxRuntimeExceeded")
                 return None

@@ -106,14 +106,15 @@ class HostLayout:
     def channel_dir(self, channel: str) -> Path:
         return self.data_dir / channel
 
-    def create(self, channels: list[str]) -> None:
+    def create(self, channels: list[str], checkpoints: bool = False) -> None:
+        """The instance's /opt/ml; its checkpoints directory only with a CheckpointConfig, as on SageMaker."""
         for path in (
             self.config_dir,
             self.model_dir,
             self.output_data_dir,
             self.intermediate_dir,
             self.code_dir,
-            self.checkpoint_dir,
+            *([self.checkpoint_dir] if checkpoints else []),
             *(self.channel_dir(c) for c in channels),
         ):
             path.mkdir(parents=True, exist_ok=True)
