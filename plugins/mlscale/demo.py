@@ -44,6 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         control.provision_edge_fleet(config)  # the simulated Greengrass core devices the DAG deploys to
         env = {**os.environ, **airflow_environment(repo, control.connection_uri(config))}
+        # dag.test() runs the whole DAG in this one process: SQLite is enough (`mlscale airflow`'s PostgreSQL,
+        # named in the shared home's airflow.cfg, need not run)
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{env['AIRFLOW_HOME']}/airflow.db"
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         os.environ.update(env)

@@ -1,8 +1,9 @@
 """Airflow on this machine against the local emulator: its environment, the training pool, `mlscale airflow`.
 
-`mlscale airflow` is `airflow standalone` (scheduler, triggerer, dag processor, API server; LocalExecutor on
-SQLite) with mlscale's DAGs and plugin, an `aws_default` connection that points at the emulator, and the
-training pool. It prints the URL and the login, and stops Airflow and the emulator on Ctrl-C.
+`mlscale airflow` runs Airflow's scheduler, triggerer, dag processor and API server (LocalExecutor, on a
+PostgreSQL server of its own: mlscale.local_database; every listener on 127.0.0.1: mlscale.local_components)
+with mlscale's DAGs and plugin, an `aws_default` connection that points at the emulator, and the training
+pool. It prints the URL and the login, and stops Airflow, the database and the emulator on Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -71,17 +72,17 @@ def login(home: Path) -> tuple[str, str]:
     return "admin", json.loads(password_file.read_text())["admin"]
 
 
-def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 300) -> None:
+def wait_until_healthy(url: str, components, timeout: float = 300) -> None:
     """Until the API server answers and reports the scheduler, triggerer and dag processor healthy."""
     deadline = time.monotonic() + timeout
-    components = ("metadatabase", "scheduler", "triggerer", "dag_processor")
+    checked = ("metadatabase", "scheduler", "triggerer", "dag_processor")
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"airflow standalone exited with {process.returncode}")
+        if gone := components.exited():
+            raise RuntimeError(f"Airflow's {gone} exited while starting")
         try:
             with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=5) as response:
                 health = json.load(response)
-            if all((health.get(c) or {}).get("status") == "healthy" for c in components):
+            if all((health.get(c) or {}).get("status") == "healthy" for c in checked):
                 return
         except OSError:
             pass
@@ -90,69 +91,53 @@ def wait_until_healthy(url: str, process: subprocess.Popen, timeout: float = 300
 
 
 def main(port: int = 8080) -> int:
-    """Start the emulator and Airflow standalone; print the URL and login; stop both on Ctrl-C or SIGTERM."""
+    """Start the emulator, PostgreSQL and Airflow's components; print the URL and login; stop all on Ctrl-C/SIGTERM."""
+    from mlscale import local_database
     from mlscale.emulator import control
-    from mlscale.emulator.executors.processes import free_port
+    from mlscale.local_components import Components
 
+    # raise KeyboardInterrupt on both, also when started from a script or a background shell, which starts
+    # us with SIGINT ignored (Python then installs no handler of its own)
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
     config = emulator_settings(repo)
     url = f"http://localhost:{port}"
-    started = control.ensure_up(config)  # a running emulator is reused, and left running
-    airflow = None
+    database = state_dir(repo) / "postgres"
+    started = False
+    components = None
     try:
+        started = control.ensure_up(config)  # a running emulator is reused, and left running
         control.provision_edge_fleet(config)
         env = {**os.environ, **airflow_environment(repo, control.connection_uri(config)),
-               "AIRFLOW__API__HOST": "127.0.0.1", "AIRFLOW__API__PORT": str(port), "AIRFLOW__API__BASE_URL": url,
-               # the scheduler's and triggerer's log servers default to 8793/8794: any free ports will do
-               "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
-               "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port())}  # fmt: skip
-        os.environ.update(env)
+               "AIRFLOW__API__BASE_URL": url}  # fmt: skip
         home = Path(env["AIRFLOW_HOME"])
+        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = uri = local_database.start(database)
+        os.environ.update(env)
+        # the first command on a new home writes its airflow.cfg, with the secrets the components share
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
+        local_database.set_in_airflow_cfg(home, uri)  # `airflow ...` on this home (a backfill) finds it too
         ensure_training_pool()
         user, password = login(home)
-        log_path = home / "standalone.log"
-        with open(log_path, "ab") as log:
-            # its own session: Ctrl-C in this terminal reaches only us, and we stop it in order
-            airflow = subprocess.Popen([sys.executable, "-m", "airflow", "standalone"], env=env, stdout=log,
-                                       stderr=subprocess.STDOUT, start_new_session=True,
-                                       preexec_fn=_sigint_stops_it)  # fmt: skip
-        signal.signal(signal.SIGTERM, _interrupt)
-        print(f"Starting Airflow (logs: {log_path}) ...", flush=True)
-        wait_until_healthy(url, airflow)
+        components = Components(env, home, port)
+        components.start()
+        print(f"Starting Airflow (logs: {home}/<component>.log) ...", flush=True)
+        wait_until_healthy(url, components)
         print(f"Airflow is ready: {url}  login: {user} / {password}", flush=True)
         print(f"The emulator answers at {config.endpoint_url}. Ctrl-C stops both.", flush=True)
-        return airflow.wait()
+        return components.wait()
     except KeyboardInterrupt:
         return 0
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the shutdown short
-        if airflow is not None:
-            stop(airflow)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        if components is not None:
+            components.stop()
+        local_database.stop(database)
         if started:
             control.down(config)
 
 
-def _sigint_stops_it() -> None:
-    """Started from a background shell we inherit SIGINT ignored, and standalone would not hear stop()."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def _interrupt(*_) -> None:
     raise KeyboardInterrupt
-
-
-def stop(process: subprocess.Popen, grace: float = 30) -> None:
-    """SIGINT is how `airflow standalone` shuts its components down; then the whole group, to be sure."""
-    if process.poll() is None:
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(grace)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
