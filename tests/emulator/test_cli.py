@@ -32,3 +32,37 @@ def test_up_status_down_are_idempotent(tmp_path):
         assert "stopped" in mlscale("emulator", "down", env=env).stdout
     assert mlscale("emulator", "status", env=env).returncode == 1
     assert "was not running" in mlscale("emulator", "down", env=env).stdout
+
+
+def test_an_emulator_with_another_home_on_the_port_is_named_not_a_traceback(tmp_path):
+    port = str(free_port())
+    first = {**os.environ, "MLSCALE_EMULATOR_PORT": port, "MLSCALE_EMULATOR_HOME": str(tmp_path / "a")}
+    other = {**first, "MLSCALE_EMULATOR_HOME": str(tmp_path / "b")}
+    assert mlscale("emulator", "up", env=first).returncode == 0
+    try:
+        clash = mlscale("emulator", "up", env=other)
+        assert clash.returncode == 1 and "Traceback" not in clash.stderr
+        assert f"port {port} already answers" in clash.stderr and "MLSCALE_EMULATOR_HOME" in clash.stderr
+    finally:
+        mlscale("emulator", "down", env=first)
+
+
+def test_down_returns_at_once_when_the_server_is_a_zombie_of_another_process(tmp_path):
+    """`mlscale airflow` starts the server as its child; `emulator down` from another shell must not wait for
+    the parent to reap it."""
+    import time
+
+    env = {**os.environ, "MLSCALE_EMULATOR_PORT": str(free_port()), "MLSCALE_EMULATOR_HOME": str(tmp_path)}
+    parent = subprocess.Popen([sys.executable, "-c", "from mlscale.emulator import control, settings; import time; "
+                               "control.up(settings.EmulatorSettings.from_env()); time.sleep(600)"], env=env)  # fmt: skip
+    try:
+        for _ in range(300):
+            if mlscale("emulator", "status", env=env).returncode == 0:
+                break
+            time.sleep(0.2)
+        started = time.monotonic()
+        assert "stopped" in mlscale("emulator", "down", env=env).stdout
+        assert time.monotonic() - started < 30  # the exited server stays a zombie until its parent reaps it
+    finally:
+        parent.kill()
+        parent.wait()

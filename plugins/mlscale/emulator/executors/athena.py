@@ -21,6 +21,7 @@ from typing import Any
 from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.athena_sql import QueryError, Statement, classify, table_references, to_duckdb
+from mlscale.emulator.transitions import ATHENA_QUERY, check
 
 log = logging.getLogger(__name__)
 FORMATS = {"parquet": "read_parquet", "csv": "read_csv", "json": "read_json_auto"}
@@ -38,9 +39,13 @@ class QueryRun:
     def start(self) -> None:
         self.thread.start()
 
+    def _move(self, status: str) -> None:
+        check(ATHENA_QUERY, f"query {self.execution.id}", self.execution.status, status)
+        self.execution.status = status
+
     def _run(self) -> None:
         execution = self.execution
-        execution.status = "RUNNING"
+        self._move("RUNNING")
         started = time.time()
         try:
             statement = classify(execution.query)
@@ -48,7 +53,7 @@ class QueryRun:
                 self._execute(statement)
             if execution.status == "CANCELLED":
                 return
-            execution.status = "SUCCEEDED"
+            self._move("SUCCEEDED")
         except QueryError as error:
             self._fail(str(error))
         except Exception as error:  # DuckDB's own errors are the engine's reason, as Athena's are Trino's
@@ -59,7 +64,9 @@ class QueryRun:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def _fail(self, reason: str) -> None:
-        self.execution.status = "FAILED"
+        if self.execution.status == "CANCELLED":  # StopQueryExecution came first
+            return
+        self._move("FAILED")
         self.execution.state_change_reason = reason
         log.info("athena query %s failed: %s", self.execution.id, reason)
 

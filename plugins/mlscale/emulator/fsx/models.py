@@ -7,6 +7,8 @@ import time
 import uuid
 from typing import Any
 
+from mlscale.emulator.transitions import FSX_ASSOCIATION, FSX_TASK, Status, arm
+
 STORAGE_RULE = "1200 GiB, 2400 GiB, or a multiple of 2400 GiB"
 SSD_DEPLOYMENTS = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
 TASK_TYPES = ("EXPORT_TO_REPOSITORY", "IMPORT_METADATA_FROM_REPOSITORY", "RELEASE_DATA_FROM_FILESYSTEM",
@@ -39,6 +41,8 @@ def mount_name(file_system_id: str) -> str:
 
 
 class Association:
+    lifecycle = Status(FSX_ASSOCIATION)
+
     def __init__(self, file_system_id: str, region: str, account: str, request: dict[str, Any]):
         self.association_id = f"dra-{uuid.uuid4().hex[:17]}"
         self.file_system_id = file_system_id
@@ -52,6 +56,7 @@ class Association:
         self.failure: str | None = None
         self.created = time.time()
         self.arn = f"arn:aws:fsx:{region}:{account}:association/{file_system_id}/{self.association_id}"
+        arm(self)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -68,6 +73,8 @@ class Association:
 
 
 class RepositoryTask:
+    lifecycle = Status(FSX_TASK)
+
     def __init__(self, file_system_id: str, region: str, account: str, request: dict[str, Any]):
         self.task_id = f"task-{uuid.uuid4().hex[:17]}"
         self.file_system_id = file_system_id
@@ -82,6 +89,7 @@ class RepositoryTask:
         self.failure: str | None = None
         self.total = self.succeeded = self.failed = 0
         self.arn = f"arn:aws:fsx:{region}:{account}:task/{self.task_id}"
+        arm(self)
 
     def to_dict(self) -> dict[str, Any]:
         data = {

@@ -30,6 +30,7 @@ from mlscale.emulator.fsx.models import (
     mount_name,
 )
 from mlscale.emulator.state import INTERRUPTED, backends_of, region_state
+from mlscale.emulator.transitions import FSX_FILE_SYSTEM, Status, arm
 
 CREATE_SECONDS = 0.5  # CREATING -> AVAILABLE (minutes on AWS)
 _state = region_state("fsx")  # associations, tasks, and client tokens: (operation, token) -> resource id
@@ -93,6 +94,7 @@ def _response_create_file_system(self):
     body = json.loads(_moto_create_file_system(self))
     file_system = self.fsx_backend.file_systems[body["FileSystem"]["FileSystemId"]]
     file_system.lifecycle, file_system.created = "CREATING", time.time()
+    arm(file_system)
     local_root(file_system.file_system_id).mkdir(parents=True, exist_ok=True)
     if token:
         tokens[("fs", token)] = file_system.file_system_id
@@ -211,6 +213,8 @@ def _export(association: Association, region: str, task: RepositoryTask) -> None
 
 
 def _run_task(task: RepositoryTask, region: str, associations: dict[str, Association]) -> None:
+    if task.lifecycle != "PENDING":  # canceled before it started
+        return
     task.lifecycle, task.start = "EXECUTING", time.time()
     try:
         associations = [a for a in associations.values() if a.file_system_id == task.file_system_id]
@@ -226,8 +230,9 @@ def _run_task(task: RepositoryTask, region: str, associations: dict[str, Associa
                 _export(association, region, task)
         if task.lifecycle == "EXECUTING":  # not CANCELED meanwhile
             task.lifecycle = "SUCCEEDED"
-    except Exception as error:  # the service reports the reason on the task
-        task.lifecycle, task.failure = "FAILED", str(error)
+    except Exception as error:  # the service reports the reason on the task (unless it was canceled meanwhile)
+        if task.lifecycle == "EXECUTING":
+            task.lifecycle, task.failure = "FAILED", str(error)
     task.end = time.time()
 
 
@@ -309,6 +314,8 @@ def recover() -> None:
 
 
 def install() -> None:
+    fsx_models.FileSystem.lifecycle = Status(FSX_FILE_SYSTEM)  # moto keeps none; ours, checked
+    fsx_models.FileSystem.lifecycle.__set_name__(fsx_models.FileSystem, "lifecycle")
     fsx_models.FileSystem.to_dict = _to_dict
     response = fsx_responses.FSxResponse
     response.create_file_system = _response_create_file_system

@@ -22,6 +22,7 @@ from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import launch, stop_process_group
 from mlscale.emulator.state import INTERRUPTED, backends_of
+from mlscale.emulator.transitions import GLUE_JOB_RUN, check
 
 log = logging.getLogger(__name__)
 OUTPUT_GROUP, ERROR_GROUP = "/aws-glue/python-jobs/output", "/aws-glue/python-jobs/error"
@@ -50,6 +51,7 @@ def _as_dict(self) -> dict:
 
 
 def _finish(run, state: str, error: str | None = None) -> None:
+    check(GLUE_JOB_RUN, f"job run {run.job_run_id}", run.status, state)
     run.completed_on = run.modified_on = utcnow()
     run.error_message = error
     run.status = state

@@ -24,6 +24,7 @@ from mlscale.emulator.executors import s3io
 from mlscale.emulator.greengrass import nucleus
 from mlscale.emulator.greengrass.recipes import RecipeError, parse_recipe
 from mlscale.emulator.state import INTERRUPTED, RegionState, backends_of, region_state
+from mlscale.emulator.transitions import GREENGRASS_DEPLOYMENT, move
 
 _state = region_state("greengrassv2")
 _lock = threading.Lock()
@@ -227,7 +228,7 @@ def create_deployment(request, full_url, headers):
             if other["targetArn"] == target:
                 other["isLatestForTarget"] = False
                 if other["deploymentStatus"] == "ACTIVE":
-                    other["deploymentStatus"] = "INACTIVE"
+                    _move(other, "INACTIVE")
         t.deployments[deployment_id] = deployment
         if token:
             t.tokens[token] = deployment_id
@@ -253,8 +254,12 @@ def cancel_deployment(request, full_url, headers):
             return _error(404, "ResourceNotFoundException", f"Deployment {deployment_id} not found")
         if deployment["deploymentStatus"] != "ACTIVE":
             return _error(409, "ConflictException", f"Deployment {deployment_id} is {deployment['deploymentStatus']}")
-        deployment["deploymentStatus"] = "CANCELED"
+        _move(deployment, "CANCELED")
     return _json(200, {"message": f"Deployment {deployment_id} canceled"})
+
+
+def _move(deployment: dict, status: str) -> None:
+    move(deployment, "deploymentStatus", status, GREENGRASS_DEPLOYMENT, f"deployment {deployment['deploymentId']}")
 
 
 def _record(t: _Tables, thing: str, deployment: dict, status: str, reason: str = "") -> None:
@@ -296,11 +301,13 @@ def _run_deployment(t: _Tables, deployment: dict, region: str) -> None:
         if _abort(criteria, failed, executed, len(devices)):
             for rest in devices[index + 1 :]:
                 _record(t, rest["coreDeviceThingName"], deployment, "CANCELED", "the deployment's abort criteria tripped")
-            deployment["deploymentStatus"] = "CANCELED"
+            with _lock:
+                if deployment["deploymentStatus"] == "ACTIVE":  # not replaced or canceled meanwhile
+                    _move(deployment, "CANCELED")
             return
     with _lock:
         if deployment["deploymentStatus"] == "ACTIVE":
-            deployment["deploymentStatus"] = "COMPLETED"
+            _move(deployment, "COMPLETED")
 
 
 def _deploy_to_device(t: _Tables, deployment: dict, device: dict, policies: dict, timeout: int, region: str) -> bool:
@@ -362,7 +369,7 @@ def recover() -> None:
         for deployment in t.deployments.values():
             if deployment["deploymentStatus"] != "ACTIVE":
                 continue
-            deployment["deploymentStatus"] = "FAILED"
+            _move(deployment, "FAILED")
             for thing, history in t.device_history.items():
                 for entry in history:
                     if entry["deploymentId"] == deployment["deploymentId"] and entry["coreDeviceExecutionStatus"] in (

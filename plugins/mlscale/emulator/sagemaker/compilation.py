@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from moto.sagemaker import models as sm_models
@@ -11,11 +11,14 @@ from moto.sagemaker import responses as sm_responses
 from mlscale.emulator.executors.compilation import CompilationRun
 from mlscale.emulator.sagemaker import requests
 from mlscale.emulator.state import INTERRUPTED, backends_of
+from mlscale.emulator.transitions import COMPILATION_JOB, Status, arm
 
 _MotoCompilationJob = sm_models.CompilationJob
 
 
 class EmulatedCompilationJob(_MotoCompilationJob):
+    compilation_job_status = Status(COMPILATION_JOB)
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.compilation_job_status = "INPROGRESS"
@@ -24,6 +27,7 @@ class EmulatedCompilationJob(_MotoCompilationJob):
         self.model_digests = {}
         self.derived_information = {}
         self.inference_image = "emulated-neo-runtime"
+        arm(self)
 
     def describe(self) -> dict[str, Any]:
         return {k: v for k, v in super().describe().items() if v not in (None, {}, "")}
@@ -51,4 +55,4 @@ def recover() -> None:
         for job in backend.compilation_jobs.values():
             if job.compilation_job_status in ("INPROGRESS", "STARTING", "STOPPING"):
                 job.compilation_job_status, job.failure_reason = "FAILED", INTERRUPTED
-                job.compilation_end_time = job.last_modified_time = datetime.now(timezone.utc)
+                job.compilation_end_time = job.last_modified_time = datetime.now(UTC)

@@ -8,7 +8,7 @@ import json
 import logging
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from moto.core.responses import ActionResult, EmptyResult
@@ -20,20 +20,24 @@ from moto.sagemakerruntime import responses as runtime_responses
 from mlscale.emulator.executors.deployment import Router, plan_from, shift_traffic
 from mlscale.emulator.executors.endpoint import Fleet, ModelError, TransformFailed
 from mlscale.emulator.state import INTERRUPTED, backends_of
+from mlscale.emulator.transitions import ENDPOINT, Status, arm
 
 log = logging.getLogger(__name__)
 _fleets: dict[str, Router] = {}  # endpoint ARN -> its model servers (processes: not state, never saved)
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class EmulatedEndpoint(sm_models.FakeEndpoint):
+    endpoint_status = Status(ENDPOINT)
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.endpoint_status = "Creating"
         self.failure_reason = None
+        arm(self)
 
 
 def _bring_up(endpoint, config_name: str, variants: list[dict], region: str, on_ready) -> None:

@@ -9,11 +9,14 @@ from moto.sagemaker import models as sm_models
 from mlscale.emulator.executors.processing import ProcessingRun
 from mlscale.emulator.sagemaker import requests
 from mlscale.emulator.sagemaker.job_kinds import JobKindPatch
+from mlscale.emulator.transitions import SAGEMAKER_JOB, Status, arm
 
 _MotoProcessingJob = sm_models.FakeProcessingJob
 
 
 class EmulatedProcessingJob(_MotoProcessingJob):
+    processing_job_status = Status(SAGEMAKER_JOB)
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.processing_job_status = "InProgress"
@@ -22,6 +25,7 @@ class EmulatedProcessingJob(_MotoProcessingJob):
         self.processing_resources: dict = {}
         self.environment: dict[str, str] = {}
         self.failure_reason = None
+        arm(self)
         self.exit_message = None
 
 

@@ -15,12 +15,15 @@ from moto.sagemaker import models as sm_models
 from mlscale.emulator.executors.training import TrainingRun
 from mlscale.emulator.sagemaker import requests
 from mlscale.emulator.sagemaker.job_kinds import JobKindPatch
+from mlscale.emulator.transitions import SAGEMAKER_JOB, Status, arm
 
 _MotoTrainingJob = sm_models.FakeTrainingJob
 
 
 class EmulatedTrainingJob(_MotoTrainingJob):
     """A training job that starts InProgress and keeps the request's MetricDefinitions."""
+
+    training_job_status = Status(SAGEMAKER_JOB)
 
     def __init__(self, *args: Any, **kwargs: Any):
         spec = kwargs.get("algorithm_specification") or {}
@@ -45,6 +48,7 @@ class EmulatedTrainingJob(_MotoTrainingJob):
         self.failure_reason = None
         self.training_time_in_seconds = None
         self.billable_time_in_seconds = None
+        arm(self)
 
 
 def _keep(job, response) -> None:

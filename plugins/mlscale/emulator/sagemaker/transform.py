@@ -9,13 +9,17 @@ from moto.sagemaker import models as sm_models
 from mlscale.emulator.executors.transform import TransformRun
 from mlscale.emulator.sagemaker import requests
 from mlscale.emulator.sagemaker.job_kinds import JobKindPatch
+from mlscale.emulator.transitions import SAGEMAKER_JOB, Status, arm
 
 
 class EmulatedTransformJob(sm_models.FakeTransformJob):
+    transform_job_status = Status(SAGEMAKER_JOB)
+
     def __init__(self, *args: Any, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.transform_job_status = "InProgress"
         self.transform_end_time = None
+        arm(self)
 
 
 PATCH = JobKindPatch("transform", "FakeTransformJob", EmulatedTransformJob, TransformRun, requests.transform)
