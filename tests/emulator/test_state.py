@@ -83,6 +83,10 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
                                                          FileSystemPath="/kept",
                                                          DataRepositoryPath="s3://mlscale-test/kept/")["Association"]  # fmt: skip
 
+    sqs = client("sqs")  # moto's queues hold a lock: it must not stop the state from being saved
+    queue = sqs.create_queue(QueueName="kept-queue")["QueueUrl"]
+    sqs.send_message(QueueUrl=queue, MessageBody="kept")
+
     started = time.monotonic()
     assert "stopped" in mlscale("emulator", "down", env=env).stdout
     down_seconds = time.monotonic() - started
@@ -95,6 +99,7 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     assert job["TrainingJobStatus"] == "Failed" and "emulator stopped while this ran" in job["FailureReason"]
     streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs")["logStreams"]
     assert any(s["logStreamName"].startswith("cut-short/") for s in streams)  # its logs are kept too
+    assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1)["Messages"][0]["Body"] == "kept"
     described = fsx.describe_data_repository_associations(AssociationIds=[association["AssociationId"]])
     assert described["Associations"][0]["FileSystemPath"] == "/kept"
     # the endpoint's model servers come back: SystemUpdating until they answer, then InService and answering

@@ -12,10 +12,12 @@ ends it Failed, with a reason that says so, after a restore.
 from __future__ import annotations
 
 import importlib
+import io
 import logging
 import os
 import pickle
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,12 +68,43 @@ def _collect() -> dict[str, dict[str, dict[str, dict]]]:
     return snapshot
 
 
+class _Pickler(pickle.Pickler):
+    """A lock is free when nothing runs (moto's SQS queues hold one): a fresh lock takes its place."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if isinstance(obj, _RLOCK):
+            return threading.RLock, ()
+        if isinstance(obj, _LOCK):
+            return threading.Lock, ()
+        return NotImplemented
+
+
+_LOCK, _RLOCK = type(threading.Lock()), type(threading.RLock())
+
+
+def _dumps(value: Any) -> bytes:
+    buffer = io.BytesIO()
+    _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buffer.getvalue()
+
+
+def _pickled_services() -> dict[str, bytes]:
+    """Each service on its own: one that cannot be pickled is left out (and logged), not all of them."""
+    parts = {}
+    for key, accounts in _collect().items():
+        try:
+            parts[key] = _dumps(accounts)
+        except (TypeError, AttributeError, pickle.PicklingError) as error:
+            log.warning("the state of %s is not saved: %s", key, error)
+    return parts
+
+
 def save(home: Path) -> Path:
     """Write every backend's state to <home>/state.pickle (atomically: a crash mid-write keeps the old one)."""
     path = home / STATE_FILE
     for attempt in range(5):  # a job thread may still change a dict while it is copied
         try:
-            data = pickle.dumps(_collect(), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps(_pickled_services(), protocol=pickle.HIGHEST_PROTOCOL)
             break
         except RuntimeError:
             if attempt == 4:
@@ -89,13 +122,13 @@ def restore(home: Path) -> bool:
     path = home / STATE_FILE
     if not path.exists():
         return False
-    snapshot = pickle.loads(path.read_bytes())
-    for key, accounts in snapshot.items():
+    for key, blob in pickle.loads(path.read_bytes()).items():
         module_name, attribute = key.split(":")
         try:
             backends = getattr(importlib.import_module(module_name), attribute)
-        except (ImportError, AttributeError):
-            log.warning("state for %s is kept but no longer has a backend here", key)
+            accounts = pickle.loads(blob)
+        except Exception as error:  # noqa: BLE001 - one service's state that no longer loads is left out
+            log.warning("the saved state of %s is not restored: %s", key, error)
             continue
         for account, regions in accounts.items():
             for region, attributes in regions.items():
