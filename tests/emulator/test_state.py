@@ -86,6 +86,8 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     sqs = client("sqs")  # moto's queues hold a lock: it must not stop the state from being saved
     queue = sqs.create_queue(QueueName="kept-queue")["QueueUrl"]
     sqs.send_message(QueueUrl=queue, MessageBody="kept")
+    ssm = client("ssm")  # and moto's SSM keeps its tags in a defaultdict of a lambda
+    ssm.put_parameter(Name="/mlscale/kept", Value="v1", Type="String", Tags=[{"Key": "team", "Value": "ml"}])
 
     started = time.monotonic()
     assert "stopped" in mlscale("emulator", "down", env=env).stdout
@@ -100,6 +102,10 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs")["logStreams"]
     assert any(s["logStreamName"].startswith("cut-short/") for s in streams)  # its logs are kept too
     assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1)["Messages"][0]["Body"] == "kept"
+    assert ssm.get_parameter(Name="/mlscale/kept")["Parameter"]["Value"] == "v1"
+    ssm.add_tags_to_resource(ResourceType="Parameter", ResourceId="/mlscale/kept", Tags=[{"Key": "k", "Value": "v"}])
+    assert {t["Key"] for t in ssm.list_tags_for_resource(ResourceType="Parameter",
+                                                         ResourceId="/mlscale/kept")["TagList"]} == {"team", "k"}  # fmt: skip
     described = fsx.describe_data_repository_associations(AssociationIds=[association["AssociationId"]])
     assert described["Associations"][0]["FileSystemPath"] == "/kept"
     # the endpoint's model servers come back: SystemUpdating until they answer, then InService and answering

@@ -11,6 +11,7 @@ ends it Failed, with a reason that says so, after a restore.
 
 from __future__ import annotations
 
+import copy
 import importlib
 import io
 import logging
@@ -19,6 +20,7 @@ import pickle
 import sys
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -68,18 +70,50 @@ def _collect() -> dict[str, dict[str, dict[str, dict]]]:
     return snapshot
 
 
+_LOCK, _RLOCK = type(threading.Lock()), type(threading.RLock())
+
+
 class _Pickler(pickle.Pickler):
-    """A lock is free when nothing runs (moto's SQS queues hold one): a fresh lock takes its place."""
+    """What plain pickle refuses in moto's backends, kept by its meaning:
+
+    - a lock is free when nothing runs (moto's SQS queues hold one): a fresh lock takes its place;
+    - a defaultdict whose factory is a lambda (moto's SSM tags: `defaultdict(lambda: defaultdict(dict))`)
+      gets a factory that makes a copy of what the lambda makes (an empty container);
+    - a defaultdict subclass whose constructor takes other arguments (moto's SSM ParameterDict) is rebuilt
+      without calling it, with its attributes.
+    """
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, _RLOCK):
             return threading.RLock, ()
         if isinstance(obj, _LOCK):
             return threading.Lock, ()
+        if isinstance(obj, defaultdict):
+            factory = obj.default_factory
+            if getattr(factory, "__name__", "") == "<lambda>":
+                factory = _Copies(factory())
+            elif type(obj) is defaultdict:
+                return NotImplemented  # plain pickle does it
+            return _defaultdict, (type(obj), factory, dict(obj), dict(getattr(obj, "__dict__", {})))
         return NotImplemented
 
 
-_LOCK, _RLOCK = type(threading.Lock()), type(threading.RLock())
+class _Copies:
+    """A picklable default factory: a fresh deep copy of one empty value."""
+
+    def __init__(self, template: Any):
+        self.template = template
+
+    def __call__(self) -> Any:
+        return copy.deepcopy(self.template)
+
+
+def _defaultdict(kind: type, factory: Any, items: dict, attributes: dict) -> defaultdict:
+    restored = kind.__new__(kind)
+    defaultdict.__init__(restored, factory, items)
+    if attributes:
+        vars(restored).update(attributes)
+    return restored
 
 
 def _dumps(value: Any) -> bytes:
