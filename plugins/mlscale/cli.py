@@ -20,7 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
     demo_parser = sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
     demo_parser.add_argument("conf", nargs="?", help='DAG params as JSON, e.g. \'{"storage": "fsx_lustre"}\'')
-    airflow_parser = sub.add_parser("airflow", help="Airflow standalone with mlscale, against the emulator")
+    airflow_parser = sub.add_parser("airflow", help="Airflow (scheduler, triggerer, dag processor, API server on PostgreSQL) with mlscale, against the emulator")
     airflow_parser.add_argument("--port", type=int, default=8080, help="the Airflow UI and API (default 8080)")
     args = parser.parse_args(argv)
     try:

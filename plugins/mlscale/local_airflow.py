@@ -46,7 +46,7 @@ def airflow_environment(repo: Path, connection_uri: str) -> dict[str, str]:
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
         "AIRFLOW_CONN_AWS_DEFAULT": connection_uri,
         "AWS_DEFAULT_REGION": "us-east-1",
-        # `airflow standalone` starts its components as `airflow ...` from PATH: this venv's
+        # whatever Airflow starts as `airflow ...` (task processes, the demo's `db migrate`) is this venv's
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
 
