@@ -110,8 +110,6 @@ def down(config: EmulatorSettings, wait_seconds: float = 60) -> bool:
 
 def reset(config: EmulatorSettings) -> bool:
     """Wipe every resource, object and job file on purpose (moto's reset on a running server); True if one ran."""
-    import shutil
-
     from mlscale.emulator.state import forget
 
     if running_pid(config) and is_ready(config):
@@ -119,8 +117,6 @@ def reset(config: EmulatorSettings) -> bool:
         with urllib.request.urlopen(request, timeout=120):
             return True
     forget(config.home)
-    for folder in ("jobs", "fsx", "greengrass"):
-        shutil.rmtree(config.home / folder, ignore_errors=True)
     return False
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import shutil
 import signal
 import threading
 
@@ -70,8 +69,6 @@ def _install_reset(home) -> None:
         shutdown_services()
         moto_reset(backend)
         state.forget(home)
-        for folder in ("jobs", "fsx", "greengrass"):
-            shutil.rmtree(home / folder, ignore_errors=True)
         log.info("emulator reset: every resource, object and job file is gone")
 
     type(moto_api_backend).reset = reset

@@ -172,7 +172,12 @@ def restore(home: Path) -> bool:
 
 
 def forget(home: Path) -> None:
+    """Wipe the saved state and the files the resources kept (jobs' folders, FSx file systems, devices)."""
+    import shutil
+
     (home / STATE_FILE).unlink(missing_ok=True)
+    for folder in ("jobs", "fsx", "greengrass"):
+        shutil.rmtree(home / folder, ignore_errors=True)
 
 
 def backends_of(backends: BackendDict) -> Iterator[Any]:
