@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import sys
+import threading
 import time
 
 import pytest
@@ -83,3 +85,36 @@ def test_on_kill_stops_the_job_only_when_asked(emulator, clients):
     asyncio.run(StageTrigger("training", "trigger-killed", stop_on_kill=True).on_kill())
     event = first_event(StageTrigger("training", "trigger-killed", poll_interval=0.3))
     assert event["status"] == "failed" and event["state"] == "Stopped"
+
+
+@pytest.mark.emulator
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="cached_property has a class-wide lock up to Python 3.11")
+def test_the_trigger_makes_its_client_off_the_event_loop(emulator, clients):
+    """The triggerer's deadlock, reproduced: another trigger's thread (the provider's SqsSensorTrigger making its
+    client) holds the hook class's cached_property lock while it waits for the event loop (the connection comes
+    through the triggerer's supervisor). A trigger that made its client on the loop blocked it for good."""
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsGenericHook
+
+    start_job(clients, "trigger-off-loop", QUICK)
+    lock = AwsGenericHook.__dict__["conn_config"].lock  # Python 3.11: one lock for every hook instance
+    held, waited_for_loop = threading.Event(), {}
+
+    def other_trigger_thread(loop_ran: threading.Event) -> None:
+        with lock:
+            held.set()
+            waited_for_loop["ok"] = loop_ran.wait(10)
+
+    async def run() -> dict:
+        loop_ran = threading.Event()
+        thread = threading.Thread(target=other_trigger_thread, args=(loop_ran,))
+        thread.start()
+        held.wait(5)
+        events = StageTrigger("training", "trigger-off-loop", poll_interval=0.3).run()
+        first = asyncio.ensure_future(events.__anext__())
+        await asyncio.sleep(0.5)  # the loop must keep running while the lock is held
+        loop_ran.set()
+        thread.join()
+        return (await first).payload
+
+    assert asyncio.run(run())["status"] == "success"
+    assert waited_for_loop["ok"], "the event loop was blocked while another thread held the hook's lock"

@@ -38,19 +38,29 @@ class StageTrigger(BaseTrigger):
                  "region_name": self.region_name, "verify": self.verify, "botocore_config": self.botocore_config})  # fmt: skip
 
     def _hook(self):
+        """The kind and its hook, with the hook's client made. Blocking: call it in a thread, never on the
+        triggerer's event loop. Making a client reads the connection (through the triggerer's supervisor) under
+        the hook class's cached_property lock, which Python 3.11 shares between all instances: on the loop, it
+        waits for another trigger's thread that holds the lock while it waits for the loop (a deadlock seen
+        with the provider's SqsSensorTrigger polling beside this trigger)."""
         from mlscale.hooks.resources import KINDS
         from mlscale.hooks.watch import hook_for
 
         kind = KINDS[self.kind]
-        return kind, hook_for(kind, self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
+        hook = hook_for(kind, self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
+        hook.conn  # noqa: B018 - made here, in the caller's thread
+        return kind, hook
 
-    async def run(self) -> AsyncIterator[TriggerEvent]:
+    def _watch(self):
         from mlscale.hooks.watch import ResourceWatch
 
+        kind, hook = self._hook()
+        return kind, ResourceWatch(kind, self.resource_id, hook)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
         started = time.monotonic()
         try:
-            kind, hook = self._hook()
-            watch = ResourceWatch(kind, self.resource_id, hook)
+            kind, watch = await asyncio.to_thread(self._watch)
             while True:
                 # boto3 is blocking: keep it off the triggerer's event loop
                 description, lines = await asyncio.to_thread(watch.poll)
@@ -72,10 +82,12 @@ class StageTrigger(BaseTrigger):
             return
         from botocore.exceptions import ClientError
 
-        kind, hook = self._hook()
-        if kind.stop is None:
+        from mlscale.hooks.resources import KINDS
+
+        if KINDS[self.kind].stop is None:
             return
         try:
+            kind, hook = await asyncio.to_thread(self._hook)
             await asyncio.to_thread(kind.stop, hook.conn, self.resource_id)
             self.log.info("Stopped %s %s: its task was killed.", kind.noun, self.resource_id)
         except ClientError as error:  # already ended: nothing to stop
