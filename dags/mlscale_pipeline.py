@@ -1,6 +1,7 @@
 """mlscale's example pipeline, after the AWS whitepaper *Power Machine Learning at Scale*.
 
-    stage_raw_data -> etl (Athena UNLOAD) -> quality (Athena aggregates, plots, gate)
+    plan_run -> wait_for_data (the week's partitions) -> etl (Athena UNLOAD)
+        -> quality (Athena aggregates, plots, gate)
         -> plan_shards (storage advisor) -> shard (SageMaker Processing)
         -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP)
         -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
@@ -8,8 +9,10 @@
         -> choose_targets -> deploy_endpoint and/or deploy_edge (Greengrass v2); delete_fsx (teardown)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
-differs (`endpoint_url` in its extra points it at the emulator). Weekly: each
-run works on its data interval, so backfills retrain on past weeks. Settings
+differs (`endpoint_url` in its extra points it at the emulator). It starts when
+new raw data arrives (the producer DAG mlscale_raw_data announces it; S3 sends
+the event to an SQS queue that an asset watcher reads) and weekly; each run
+trains on a week of data, so backfills retrain on past weeks. Settings
 come from the `[mlscale]` section of Airflow's config; the steps that are not
 an AWS stage are tested functions in mlscale.pipeline. Data flows through
 XComArgs (`train.output["model_artifact"]`); the order is stated once, at the end.
@@ -22,7 +25,9 @@ from pathlib import Path
 
 import pendulum
 from airflow.providers.amazon.aws.operators.athena import AthenaOperator
-from airflow.sdk import DAG, Asset, Param, chain, task
+from airflow.providers.amazon.aws.sensors.s3 import S3KeySensor
+from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
+from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, Param, chain, task
 
 from mlscale.datasets.digits import SAMPLE_ZERO
 from mlscale.operators import (
@@ -37,6 +42,7 @@ from mlscale.operators import (
     SageMakerScriptTrainingOperator,
     TrainingDiagnosisOperator,
 )
+from mlscale.pipeline.raw_data import arrivals_prefix
 from mlscale.pipeline.steps import clears_prefix_before_each_try
 from mlscale.settings import setting
 from mlscale.specs import (
@@ -66,7 +72,13 @@ SUBNET_ID, SECURITY_GROUP_ID = setting("subnet_id"), setting("security_group_id"
 # backfills included. `mlscale airflow` and `mlscale demo` create it (MLSCALE_TRAINING_POOL_SLOTS slots).
 TRAINING_POOL = setting("training_pool")
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
-RAW_PREFIX = f"s3://{BUCKET}/mlscale/raw/digits/"
+# New raw data: the producer's arrival notices raise S3 events to this queue; the watcher turns each batch
+# of messages into an asset event, which starts a run (long polls of 10 s: an event is seen within seconds).
+RAW_ARRIVALS = Asset(name="mlscale_raw_arrivals", uri=arrivals_prefix(BUCKET), watchers=[AssetWatcher(
+    name="mlscale_raw_arrivals_queue",
+    trigger=MessageQueueTrigger(scheme="sqs", sqs_queue=setting("arrivals_queue_url"), aws_conn_id=AWS_CONN_ID,
+                                wait_time_seconds=10, waiter_delay=1),
+)])  # fmt: skip
 # Fresh training data: downstream DAGs can schedule on it (schedule=[TRAINING_DATA]).
 TRAINING_DATA = Asset(name="mlscale_training_data", uri=f"s3://{BUCKET}/mlscale/etl/")
 LOADER_WORKERS = 1
@@ -77,7 +89,7 @@ with DAG(
     dag_id="mlscale_pipeline",
     description="ETL -> shards -> distributed training, after the AWS whitepaper Power Machine Learning at Scale",
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    schedule="@weekly",
+    schedule=AssetOrTimeSchedule(timetable=CronTriggerTimetable("@weekly", timezone="UTC"), assets=RAW_ARRIVALS),
     catchup=False,
     max_active_runs=2,
     template_searchpath=[str(INCLUDE)],
@@ -85,8 +97,6 @@ with DAG(
     params={
         "database": Param(DATABASE, type="string", pattern=r"^[a-z_][a-z0-9_]{0,254}$",
                           description="Glue database of the raw table (an Athena identifier)"),
-        "records_per_day": Param(10_000, type="integer", minimum=100, maximum=1_000_000,
-                                 description="Raw records the generator writes per day of the interval"),
         "instance_type": Param("ml.c5.xlarge", type="string", pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$",
                                description="SageMaker training instance type"),
         "instance_count": Param(2, type="integer", minimum=1, maximum=16,
@@ -121,21 +131,21 @@ with DAG(
 ) as dag:
 
     @task(multiple_outputs=True)
-    def stage_raw_data(params=None, data_interval_start=None, data_interval_end=None, dag_run=None, run_id=None):
-        """Check the run's params; make sure the interval's raw partitions exist; the run's layout."""
-        from mlscale.pipeline.layout import model_version, run_layout, training_window
-        from mlscale.pipeline.params import check_run_params
-        from mlscale.pipeline.steps import stage_raw_digits
+    def plan_run(params=None, data_interval_start=None, data_interval_end=None, dag_run=None,
+                 triggering_asset_events=None):  # fmt: skip
+        """Check the run's params; the week it trains on (ending with the newest arrived day when new data
+        started it), the `_SUCCESS` markers of that week, and every prefix the run writes."""
+        from mlscale.pipeline.layout import plan_run_window
 
-        check_run_params(params)
-        run_after = pendulum.instance(dag_run.run_after)
-        start, end = training_window(data_interval_start, data_interval_end, run_after)
-        written = stage_raw_digits(AWS_CONN_ID, BUCKET, RAW_PREFIX, params["database"], start, end,
-                                   params["records_per_day"])  # fmt: skip
-        return {**run_layout(BUCKET, run_id, start, end), "days_written": written,
-                "model_version": model_version(end, run_after)}
+        return plan_run_window(BUCKET, params, data_interval_start, data_interval_end, dag_run,
+                               triggering_asset_events)  # fmt: skip
 
-    raw = stage_raw_data()
+    layout = plan_run()
+
+    # Scheduled and backfill runs wait for their week's partitions (deferred: no worker slot while waiting).
+    wait_for_data = S3KeySensor(task_id="wait_for_data", aws_conn_id=AWS_CONN_ID,
+                                bucket_key=layout["partition_markers"], deferrable=True, poke_interval=60,
+                                timeout=12 * 3600)  # fmt: skip
 
     etl = AthenaOperator(
         task_id="etl",
@@ -144,15 +154,15 @@ with DAG(
         database="{{ params.database }}",
         output_location=f"s3://{BUCKET}/mlscale/athena-results/",
         sleep_time=2,
-        on_execute_callback=clears_prefix_before_each_try(AWS_CONN_ID, "stage_raw_data", "etl_prefix"),
+        on_execute_callback=clears_prefix_before_each_try(AWS_CONN_ID, "plan_run", "etl_prefix"),
         outlets=[TRAINING_DATA],
     )
 
     quality = DataQualityOperator(
         task_id="quality",
         spec=QualitySpec(
-            database="{{ params.database }}", table="raw_digits", partition_start=raw["window_start"],
-            partition_end=raw["window_end"], data_prefix=raw["etl_prefix"],
+            database="{{ params.database }}", table="raw_digits", partition_start=layout["window_start"],
+            partition_end=layout["window_end"], data_prefix=layout["etl_prefix"],
             report_prefix=f"s3://{BUCKET}/mlscale/quality", output_location=f"s3://{BUCKET}/mlscale/athena-results/",
             thresholds="{{ params.quality }}",
         ),
@@ -172,7 +182,7 @@ with DAG(
         print(f"ETL output: {plan['etl']}; storage: {plan['storage']['reason']} FSx: {plan['fsx_reason']}")
         return plan
 
-    plan = plan_shards(raw["etl_prefix"])
+    plan = plan_shards(layout["etl_prefix"])
 
     shard = SageMakerProcessingScriptOperator(
         task_id="shard",
@@ -181,11 +191,11 @@ with DAG(
             role_arn=ROLE_ARN,
             image_uri=setting("processing_image") or TRAINING_IMAGE,
             code_location=f"s3://{BUCKET}/mlscale/code/processing",
-            arguments=["--shards", plan["shard_count"], "--seed", raw["seed"], "--test-fraction", "0.1"],
-            inputs={"data": ProcessingInput(raw["etl_prefix"], "/opt/ml/processing/input/data")},
-            outputs={"shards": ProcessingOutput("/opt/ml/processing/output/shards", raw["shards_uri"]),
-                     "test": ProcessingOutput("/opt/ml/processing/output/test", raw["test_uri"]),
-                     "eval": ProcessingOutput("/opt/ml/processing/output/eval", raw["eval_uri"])},  # fmt: skip
+            arguments=["--shards", plan["shard_count"], "--seed", layout["seed"], "--test-fraction", "0.1"],
+            inputs={"data": ProcessingInput(layout["etl_prefix"], "/opt/ml/processing/input/data")},
+            outputs={"shards": ProcessingOutput("/opt/ml/processing/output/shards", layout["shards_uri"]),
+                     "test": ProcessingOutput("/opt/ml/processing/output/test", layout["test_uri"]),
+                     "eval": ProcessingOutput("/opt/ml/processing/output/eval", layout["eval_uri"])},  # fmt: skip
             instance_type="ml.m5.xlarge",
             max_runtime_seconds=3600,
         ),
@@ -197,7 +207,7 @@ with DAG(
         enabled=plan["fsx_enabled"],
         skip_reason=plan["fsx_reason"],
         spec=FSxLustreSpec(
-            data_repository_path=raw["shards_uri"], deployment_type=plan["fsx_deployment_type"],
+            data_repository_path=layout["shards_uri"], deployment_type=plan["fsx_deployment_type"],
             storage_capacity_gib=plan["fsx_storage_capacity_gib"], per_unit_storage_throughput=plan["fsx_throughput"],
             subnet_id=SUBNET_ID, security_group_ids=[SECURITY_GROUP_ID], file_system_path="/shards",
         ),
@@ -211,7 +221,7 @@ with DAG(
 
         return training_channels(shards_uri, test_uri, fsx, SUBNET_ID, SECURITY_GROUP_ID)
 
-    channels = training_inputs(raw["shards_uri"], raw["test_uri"], stage_fsx.output)
+    channels = training_inputs(layout["shards_uri"], layout["test_uri"], stage_fsx.output)
 
     train = SageMakerScriptTrainingOperator(
         task_id="train",
@@ -260,9 +270,9 @@ with DAG(
             model_artifact=train.output["model_artifact"],
             role_arn=ROLE_ARN,
             image_uri=INFERENCE_IMAGE,
-            features_uri=raw["eval_features_uri"],
-            labels_uri=raw["eval_labels_uri"],
-            output_uri=raw["evaluation_uri"],
+            features_uri=layout["eval_features_uri"],
+            labels_uri=layout["eval_labels_uri"],
+            output_uri=layout["evaluation_uri"],
             model_package_group="mlscale-digits",
             min_value="{{ params.min_accuracy }}",
             champion_tolerance="{{ params.champion_tolerance }}",
@@ -281,7 +291,7 @@ with DAG(
         spec=CompilationSpec(
             model_artifact=train.output["model_artifact"],
             role_arn=ROLE_ARN,
-            output_uri=raw["compiled_uri"],
+            output_uri=layout["compiled_uri"],
             input_shapes={"input0": [1, 64]},  # one flattened 8x8 image, as the endpoint receives it
             target_device="{{ params.target_device }}",
         ),
@@ -306,7 +316,7 @@ with DAG(
             instance_count=1,
             wait_seconds="{{ params.bake_seconds }}",
             sample_body=json.dumps(SAMPLE_ZERO),
-            model_version=raw["model_version"],  # two runs at once: the older model is skipped as superseded
+            model_version=layout["model_version"],  # two runs at once: the older model is skipped as superseded
         ),
         **POLL,
     )
@@ -320,12 +330,12 @@ with DAG(
             artifact_prefix=f"s3://{BUCKET}/mlscale/greengrass/",
             thing_group_name=setting("edge_thing_group"),
             sample=json.dumps(SAMPLE_ZERO),
-            model_version=raw["model_version"],
+            model_version=layout["model_version"],
         ),
         **POLL,
     )
 
     verdict = gate(evaluate.output["decision"], evaluate.output["model_package_arn"], evaluate.output["reasons"])
-    chain(raw, etl, quality, plan, shard, stage_fsx, channels, train, [diagnose, evaluate])
+    chain(layout, wait_for_data, etl, quality, plan, shard, stage_fsx, channels, train, [diagnose, evaluate])
     chain(verdict, compile_model, choose_targets(), [deploy_endpoint, deploy_edge])
     train >> delete_fsx.as_teardown(setups=stage_fsx)

@@ -6,12 +6,12 @@ UNLOAD (
         SELECT record_id, label, pixels, dt,
                row_number() OVER (PARTITION BY record_id ORDER BY dt) AS copy
         FROM {{ params.database }}.raw_digits
-        WHERE dt >= '{{ ti.xcom_pull(task_ids="stage_raw_data")["window_start"] }}'
-          AND dt < '{{ ti.xcom_pull(task_ids="stage_raw_data")["window_end"] }}'
+        WHERE dt >= '{{ ti.xcom_pull(task_ids="plan_run")["window_start"] }}'
+          AND dt < '{{ ti.xcom_pull(task_ids="plan_run")["window_end"] }}'
           AND label BETWEEN 0 AND 9
           AND pixels IS NOT NULL
     )
     WHERE copy = 1
 )
-TO '{{ ti.xcom_pull(task_ids="stage_raw_data")["etl_prefix"] }}'
+TO '{{ ti.xcom_pull(task_ids="plan_run")["etl_prefix"] }}'
 WITH (format = 'PARQUET')

@@ -1,4 +1,4 @@
-"""The `mlscale` command line: `mlscale emulator up|down|reset|status|serve|connection|fleet`, `mlscale demo`,
+"""The `mlscale` command line: `mlscale emulator up|down|reset|status|serve|connection|fleet|arrivals`, `mlscale demo`,
 `mlscale airflow`."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlscale")
     sub = parser.add_subparsers(dest="command", required=True)
     emulator = sub.add_parser("emulator", help="the local AWS emulator")
-    emulator.add_argument("action", choices=["up", "down", "reset", "status", "serve", "connection", "fleet"],
+    emulator.add_argument("action", choices=["up", "down", "reset", "status", "serve", "connection", "fleet",
+                                               "arrivals"],
                           help="reset: wipe every resource, object and job file it keeps (they survive down/up); "
-                               "fleet: register the simulated Greengrass core devices the DAG deploys to")
+                               "fleet: register the simulated Greengrass core devices the DAG deploys to; "
+                               "arrivals: the SQS queue and S3 notification that start the pipeline on new data")
     emulator.add_argument("--port", type=int, help="default 5055 (MLSCALE_EMULATOR_PORT)")
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
     demo_parser = sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
@@ -66,6 +68,8 @@ def _run(args: argparse.Namespace) -> int:
         print(control.connection_uri(config))
     elif args.action == "fleet":
         print("edge devices: " + ", ".join(control.provision_edge_fleet(config)))
+    elif args.action == "arrivals":
+        print("new raw data is announced to " + control.provision_arrivals(config))
     return 0
 
 

@@ -119,6 +119,7 @@ def main(port: int = 8080) -> int:
                        stdout=subprocess.DEVNULL)  # fmt: skip
         local_database.set_in_airflow_cfg(home, uri)  # `airflow ...` on this home (a backfill) finds it too
         ensure_training_pool()
+        control.provision_arrivals(config)  # before the triggerer starts the pipeline's queue watcher
         user, password = login(home)
         components = Components(env, home, port)
         components.start()

@@ -21,6 +21,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "subnet_id": ("subnet-0123456789abcdef0", "The VPC subnet of FSx for Lustre and FileSystemDataSource channels."),
     "security_group_id": ("sg-0123456789abcdef0", "The security group of FSx for Lustre and the training job."),
     "edge_thing_group": ("mlscale-edge-fleet", "The IoT thing group of the Greengrass core devices."),
+    "arrivals_queue_url": ("https://sqs.us-east-1.amazonaws.com/123456789012/mlscale-raw-arrivals",
+                           "The SQS queue the bucket's S3 event notifications for new raw data go to; the "
+                           "pipeline's asset watcher reads it (the emulator accepts this URL as it is)."),
     "training_pool": ("mlscale_training", "The Airflow pool that bounds concurrent training jobs (account quotas)."),
 }
 

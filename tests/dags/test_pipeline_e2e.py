@@ -17,18 +17,47 @@ def test_dag_parses_with_its_params_form():
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
     assert sorted(dag.task_ids) == ["choose_targets", "compile", "delete_fsx", "deploy_edge", "deploy_endpoint",
-                                    "diagnose", "etl", "evaluate", "gate", "plan_shards", "quality", "shard",
-                                    "stage_fsx", "stage_raw_data", "train", "training_inputs"]  # fmt: skip
-    assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile", "stage_raw_data"}
-    assert dag.get_task("compile").upstream_task_ids == {"gate", "train", "stage_raw_data"}
+                                    "diagnose", "etl", "evaluate", "gate", "plan_run", "plan_shards", "quality",
+                                    "shard", "stage_fsx", "train", "training_inputs", "wait_for_data"]  # fmt: skip
+    assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
+    assert dag.get_task("compile").upstream_task_ids == {"gate", "train", "plan_run"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert [a.name for a in dag.get_task("etl").outlets] == ["mlscale_training_data"]  # downstream DAGs schedule on it
     assert dag.get_task("delete_fsx").is_teardown
     assert dag.params["instance_count"] == 2
-    assert dag.get_task("etl").upstream_task_ids == {"stage_raw_data"}
-    assert dag.get_task("plan_shards").upstream_task_ids == {"quality", "stage_raw_data"}
+    assert dag.get_task("wait_for_data").upstream_task_ids == {"plan_run"}
+    assert dag.get_task("etl").upstream_task_ids == {"wait_for_data"}
+    assert dag.get_task("plan_shards").upstream_task_ids == {"quality", "plan_run"}
     assert dag.get_task("train").upstream_task_ids == {"training_inputs", "plan_shards"}
-    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx", "stage_raw_data"}
+    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx", "plan_run"}
+
+
+def test_the_pipeline_starts_on_new_data_and_weekly_and_waits_for_its_window():
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.providers.amazon.aws.sensors.s3 import S3KeySensor
+    from airflow.providers.amazon.aws.triggers.sqs import SqsSensorTrigger
+    from airflow.sdk import AssetOrTimeSchedule
+
+    dag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"]
+    assert isinstance(dag.timetable, AssetOrTimeSchedule) and dag.timetable.timetable.expression == "0 0 * * 0"
+    asset = dag.timetable.asset_condition
+    assert asset.uri == "s3://mlscale-demo/mlscale/raw/_arrivals"
+    (watcher,) = asset.watchers
+    classpath, kwargs = watcher.trigger.serialize()  # the common messaging trigger runs the provider's SQS trigger
+    assert classpath == f"{SqsSensorTrigger.__module__}.SqsSensorTrigger"
+    assert kwargs["sqs_queue"].endswith("/mlscale-raw-arrivals") and kwargs["delete_message_on_reception"]
+    sensor = dag.get_task("wait_for_data")
+    assert isinstance(sensor, S3KeySensor) and sensor.deferrable
+
+
+def test_the_producer_writes_a_day_and_never_announces_a_backfill():
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_raw_data.py"))
+    assert bag.import_errors == {}
+    dag = bag.dags["mlscale_raw_data"]
+    assert dag.task_ids == ["write_partitions"] and dag.timetable.expression == "0 0 * * *"
+    assert dag.params["days"] == 7 and dag.params["announce"] is True
 
 
 def run_demo(tmp_path, *conf: str) -> str:
@@ -49,6 +78,7 @@ def run_demo(tmp_path, *conf: str) -> str:
 def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     summary = run_demo(tmp_path)
     assert re.search(r"DAG run\s+\S+: success", summary)
+    assert re.search(r"raw data\s+\S+ \(mlscale_raw_data\): 7 day\(s\) written, 0 already there", summary)
     assert re.search(r"ETL output\s+70000 rows", summary)  # 7 days x 10,000 records, deduplicated by Athena
     assert re.search(r"data quality\s+passed: s3://mlscale-demo/mlscale/quality/.+/report.html", summary)
     assert re.search(r"storage advisor\s+s3 File: ", summary)
@@ -80,7 +110,7 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
 
 @pytest.mark.e2e
 def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_it(tmp_path):
-    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "deploy_target": "endpoint"}')
+    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "deploy_target": "endpoint", "records_per_day": 3000}')
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", summary)
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9
@@ -91,7 +121,7 @@ def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_i
 
 @pytest.mark.e2e
 def test_a_rejected_model_reaches_no_deployment(tmp_path):
-    summary = run_demo(tmp_path, '{"epochs": 1, "min_accuracy": 0.9999, "deploy_target": "edge"}')
+    summary = run_demo(tmp_path, '{"epochs": 1, "min_accuracy": 0.9999, "deploy_target": "edge", "records_per_day": 1000}')
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"gate: Rejected \(accuracy 0\.\d+ is below the threshold 0\.9999", summary)
     # the gate short-circuits: nothing after it runs for a rejected model
@@ -117,6 +147,6 @@ def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
     source = (REPO / "dags" / "mlscale_pipeline.py").read_text()
     assert "xcom_pull" not in source and "sys.path" not in source and "os.environ" not in source
     dag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"]
-    assert dag.get_task("evaluate").upstream_task_ids == {"train", "stage_raw_data"}
-    assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile", "stage_raw_data"}
+    assert dag.get_task("evaluate").upstream_task_ids == {"train", "plan_run"}
+    assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
     assert not dag.render_template_as_native_obj  # the specs convert rendered strings themselves

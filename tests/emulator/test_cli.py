@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import boto3
 import pytest
 
 from tests.conftest import free_port
@@ -28,6 +29,14 @@ def test_up_status_down_are_idempotent(tmp_path):
         assert status["ready"] is True and status["endpoint_url"].startswith("http://127.0.0.1:")
         connection = json.loads(mlscale("emulator", "connection", env=env).stdout)
         assert connection["extra"]["endpoint_url"] == status["endpoint_url"]
+        for _ in range(2):  # what `mlscale airflow` and the compose file's init run; idempotent
+            arrivals = mlscale("emulator", "arrivals", env={**env, "AIRFLOW__MLSCALE__BUCKET": "cli-arrivals"})
+            assert arrivals.returncode == 0, arrivals.stderr
+        assert arrivals.stdout.strip().endswith("arn:aws:sqs:us-east-1:123456789012:mlscale-raw-arrivals")
+        s3 = boto3.client("s3", endpoint_url=status["endpoint_url"], region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        (queue,) = s3.get_bucket_notification_configuration(Bucket="cli-arrivals")["QueueConfigurations"]
+        assert queue["Filter"]["Key"]["FilterRules"] == [{"Name": "Prefix", "Value": "mlscale/raw/_arrivals/"}]
     finally:
         assert "stopped" in mlscale("emulator", "down", env=env).stdout
     assert mlscale("emulator", "status", env=env).returncode == 1

@@ -20,6 +20,7 @@ import pytest
 from tests.conftest import REPO, free_port
 
 DAG_ID = "mlscale_pipeline"
+PRODUCER = "mlscale_raw_data"
 TERMINAL_RUN_STATES = ("success", "failed")
 
 
@@ -49,10 +50,11 @@ class AirflowStack:
         with self.api() as api:
             api.patch(f"/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
 
-    def trigger(self, dag_id: str, conf: dict) -> str:
+    def trigger(self, dag_id: str, conf: dict, logical_date: str | None = None) -> str:
         """A manual run through the REST API (as the UI's Trigger button does); its run id."""
         with self.api() as api:
-            body = api.post(f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf}).raise_for_status()
+            body = api.post(f"/dags/{dag_id}/dagRuns", json={"logical_date": logical_date, "conf": conf},
+                            ).raise_for_status()  # fmt: skip
         return body.json()["dag_run_id"]
 
     def wait_for_runs(self, run_ids: list[str], timeout: float, dag_id: str = DAG_ID) -> dict[str, dict]:
@@ -66,6 +68,21 @@ class AirflowStack:
             assert time.monotonic() < deadline, f"runs not finished after {timeout:.0f} s: " + ", ".join(
                 f"{r}={run['state']}" for r, run in runs.items())
             time.sleep(5)
+
+    def runs(self, dag_id: str = DAG_ID, run_type: str | None = None) -> list[dict]:
+        """The DAG's runs, oldest first (of one run type: manual, scheduled, backfill, asset_triggered)."""
+        with self.api() as api:
+            body = api.get(f"/dags/{dag_id}/dagRuns", params={"run_type": run_type} if run_type else {},
+                           ).raise_for_status().json()  # fmt: skip
+        return sorted(body["dag_runs"], key=lambda run: run["run_after"])
+
+    def wait_for_a_run(self, dag_id: str, run_type: str, timeout: float) -> dict:
+        """The first run of that type, once the scheduler has created it."""
+        deadline = time.monotonic() + timeout
+        while not (found := self.runs(dag_id, run_type)):
+            assert time.monotonic() < deadline, f"no {run_type} run of {dag_id} after {timeout:.0f} s"
+            time.sleep(2)
+        return found[0]
 
     def task_states(self, run_id: str, dag_id: str = DAG_ID) -> dict[str, dict]:
         with self.api() as api:
@@ -134,7 +151,7 @@ def airflow_stack(tmp_path_factory):
         stack = AirflowStack(url=match.group(1), user=match.group(2), password=match.group(3), home=home, env=env,
                              emulator_url=emulator.group(1), output=output)  # fmt: skip
         assert match.group(1) == f"http://localhost:{port}"
-        _wait_for_dag(stack, dag_ids=(DAG_ID, "mlscale_minimal", "mlscale_submit_and_sense"))
+        _wait_for_dag(stack, dag_ids=(DAG_ID, PRODUCER, "mlscale_minimal", "mlscale_submit_and_sense"))
         yield stack
     finally:  # also when the setup fails: a stack left running would outlive the tests
         process.send_signal(signal.SIGTERM)
@@ -142,6 +159,19 @@ def airflow_stack(tmp_path_factory):
             process.wait(90)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def live_arrival(airflow_stack) -> dict:
+    """New data as a new installation gets it: the producer unpaused, its latest daily run loads a week and
+    announces it; the pipeline unpaused, so its watcher reads the announcement. The producer run, finished."""
+    stack = airflow_stack
+    stack.unpause(PRODUCER)
+    live = stack.wait_for_a_run(PRODUCER, "scheduled", timeout=120)["dag_run_id"]
+    run = stack.wait_for_runs([live], timeout=300, dag_id=PRODUCER)[live]
+    assert run["state"] == "success", stack.failure_report([live], PRODUCER)
+    stack.unpause(DAG_ID)
+    return {"run_id": live, **stack.xcom(live, "write_partitions", PRODUCER)}
 
 
 def _wait_for_dag(stack: AirflowStack, timeout: float = 180, dag_ids: tuple[str, ...] = (DAG_ID,)) -> None:

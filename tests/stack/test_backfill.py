@@ -1,4 +1,5 @@
-"""`airflow backfill create` over three past weeks, run by the real scheduler and triggerer of `mlscale airflow`."""
+"""`airflow backfill create` over three past weeks, run by the real scheduler and triggerer of `mlscale airflow`:
+one producer run loads their history (announcing none of it), then the pipeline's backfill retrains on it."""
 
 from __future__ import annotations
 
@@ -6,27 +7,36 @@ import re
 
 import pytest
 
-from tests.stack.conftest import dump, emulator_client
+from tests.stack.conftest import PRODUCER, dump, emulator_client
 
-# Small weeks, one instance, one epoch: the point is three intervals, not accuracy.
-CONF = '{"records_per_day": 300, "epochs": 1, "instance_count": 1, "poll_interval": 2, "min_accuracy": 0.5}'
+# Small days, one instance, one epoch: the point is three intervals, not accuracy. The history, 10-04 .. 10-24,
+# in one producer run (a producer backfill, one run a day, does the same and announces nothing either: unit-tested)
+HISTORY = {"records_per_day": 300, "days": 21, "announce": False}
+CONF = '{"epochs": 1, "instance_count": 1, "poll_interval": 2, "min_accuracy": 0.5}'
 RUNS = ["backfill__2026-10-11T00:00:00+00:00", "backfill__2026-10-18T00:00:00+00:00",
         "backfill__2026-10-25T00:00:00+00:00"]  # fmt: skip
 
 
 @pytest.mark.e2e
-def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_none(airflow_stack):
-    stack = airflow_stack
-    out = stack.airflow_cli("backfill", "create", "--dag-id", "mlscale_pipeline", "--from-date", "2026-10-05",
-                            "--to-date", "2026-10-25", "--max-active-runs", "2", "--dag-run-conf", CONF)  # fmt: skip
-    assert out is not None
-    stack.unpause()  # nothing of a paused DAG runs, backfills included
+def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_none(airflow_stack, live_arrival):
+    stack = airflow_stack  # both DAGs unpaused (nothing of a paused DAG runs, backfills included)
+    history = stack.trigger(PRODUCER, HISTORY, logical_date="2026-10-25T00:00:00Z")
+    loaded = stack.wait_for_runs([history], timeout=300, dag_id=PRODUCER)[history]
+    assert loaded["state"] == "success", stack.failure_report([history], PRODUCER)
+    assert stack.xcom(history, "write_partitions", PRODUCER)["written"][::20] == ["2026-10-04", "2026-10-24"]
+    # a history load announces nothing: the one notice is the live run's (a week, on a new installation)
+    s3 = emulator_client(stack, "s3")
+    notices = [o["Key"] for o in s3.list_objects_v2(Bucket="mlscale-demo", Prefix="mlscale/raw/_arrivals/")["Contents"]]
+    assert len(notices) == 1 and live_arrival["notice"].endswith(notices[0]), notices
+
+    stack.airflow_cli("backfill", "create", "--dag-id", "mlscale_pipeline", "--from-date", "2026-10-05",
+                      "--to-date", "2026-10-25", "--max-active-runs", "2", "--dag-run-conf", CONF)  # fmt: skip
     runs = stack.wait_for_runs(RUNS, timeout=900)
     assert all(run["state"] == "success" for run in runs.values()), stack.failure_report(RUNS)
     assert {run["run_type"] for run in runs.values()} == {"backfill"}
 
     # each run trained on its own week: the week before its logical date (Airflow 3's @weekly has no interval width)
-    windows = [stack.xcom(r, "stage_raw_data") for r in RUNS]
+    windows = [stack.xcom(r, "plan_run") for r in RUNS]
     assert [(w["window_start"], w["window_end"]) for w in windows] == [
         ("2026-10-04", "2026-10-11"), ("2026-10-11", "2026-10-18"), ("2026-10-18", "2026-10-25")]  # fmt: skip
     assert len({w["etl_prefix"] for w in windows}) == 3
@@ -59,7 +69,7 @@ def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_n
         assert states["deploy_endpoint"]["state"] == "skipped" and states["deploy_edge"]["state"] == "skipped"
 
     # the training pool (1 slot) bounds concurrency: no two training jobs ran at once, max_active_runs=2 or not
-    # (the weekly run that unpausing started included). The task instances may overlap for a moment: a resumed
+    # (the run the live producer run's arrival started included). The task instances may overlap for a moment: a resumed
     # task gives its slot back while it waits to be queued again, but its job has ended by then.
     assert all(stack.task_states(r)["train"]["pool"] == "mlscale_training" for r in RUNS)
     jobs = [sagemaker.describe_training_job(TrainingJobName=j["TrainingJobName"]) for j in sagemaker.list_training_jobs(

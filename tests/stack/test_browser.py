@@ -1,7 +1,9 @@
-"""A person in Debian's chromium: sign in, trigger the DAG from its params form, watch it finish, open the run view.
+"""New data starts the pipeline; then a person in Debian's chromium signs in, sees that run, triggers another
+from the params form, watches it finish and opens the run view.
 
-Screenshots are kept in test-artifacts/browser/ (MLSCALE_ARTIFACTS overrides), one per step: the filled form, the
-run in progress and finished, the mlscale tab, the run view, and the emulator's page behind the train task's link.
+Screenshots are kept in test-artifacts/browser/ (MLSCALE_ARTIFACTS overrides), one per step: the run new data
+started, the filled form, the run in progress and finished, the mlscale tab, the run view, and the emulator's
+page behind the train task's link.
 """
 
 from __future__ import annotations
@@ -16,17 +18,16 @@ import httpx
 import pytest
 
 from tests.conftest import REPO
-from tests.stack.conftest import DAG_ID
+from tests.stack.conftest import DAG_ID, PRODUCER
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHOTS = Path(os.environ.get("MLSCALE_ARTIFACTS", REPO / "test-artifacts")) / "browser"
 # As Debian's chromium runs on a machine with no internet: no sandbox (root), no calls home.
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]  # fmt: skip
-# champion_tolerance 1: the weekly run that unpausing starts may set a better champion meanwhile;
-# bake_seconds 0: that run may have created the endpoint, and this run's update need not bake for 5 minutes
-FORM = {"records_per_day": "500", "epochs": "2", "instance_count": "1", "min_accuracy": "0.5",
-        "champion_tolerance": "1", "bake_seconds": "0"}
+# champion_tolerance 1: the run new data started (more epochs and instances) is the champion to beat;
+# bake_seconds 0: that run created the endpoint, and this run's update need not bake for 5 minutes
+FORM = {"epochs": "2", "instance_count": "1", "min_accuracy": "0.5", "champion_tolerance": "1", "bake_seconds": "0"}
 
 pytestmark = [
     pytest.mark.e2e,
@@ -82,13 +83,43 @@ def manual_run(stack, timeout: float = 60) -> dict:
         time.sleep(1)
 
 
-def test_trigger_from_the_form_then_inspect_the_run_in_the_run_view(airflow_stack, page):
+def test_new_data_starts_exactly_one_run(airflow_stack, live_arrival, page):
+    """The producer's live run announced a week (S3 event -> SQS -> the asset watcher): one pipeline run trains on
+    the week ending with the newest day it wrote, and deploys (its params are the DAG's defaults)."""
+    stack = airflow_stack
+    run_id = stack.wait_for_a_run(DAG_ID, "asset_triggered", timeout=300)["dag_run_id"]
+    finished = stack.wait_for_runs([run_id], timeout=900)[run_id]
+    assert finished["state"] == "success", stack.failure_report([run_id])
+    assert len(stack.runs(DAG_ID, "asset_triggered")) == 1
+    plan = stack.xcom(run_id, "plan_run")
+    written = live_arrival["written"]  # a week, the newest day named by the notice's key
+    assert len(written) == 7 and plan["arrived"] == [written[-1]]
+    assert (plan["window_start"], plan["window_end"]) == (written[0], _day_after(written[-1]))
+    states = {task: ti["state"] for task, ti in stack.task_states(run_id).items()}
+    assert states["wait_for_data"] == "success"
+    assert states["deploy_endpoint"] == "success" and states["deploy_edge"] == "success"
+    sign_in(page, stack)
+    page.goto(f"{stack.url}/dags/{DAG_ID}/runs/{urllib.parse.quote(run_id)}")
+    page.wait_for_load_state("networkidle")
+    shot(page, "00-run-started-by-new-data")
+    page.goto(f"{stack.url}/dags/{PRODUCER}")
+    page.wait_for_load_state("networkidle")
+    shot(page, "00-producer")
+
+
+def _day_after(day: str) -> str:
+    from datetime import date, timedelta
+
+    return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
+
+
+def test_trigger_from_the_form_then_inspect_the_run_in_the_run_view(airflow_stack, live_arrival, page):
     stack = airflow_stack
     sign_in(page, stack)
     trigger_from_form(page, stack)
     run = manual_run(stack)
     # the form's values reached the run, the ones left alone kept their defaults
-    assert run["conf"]["records_per_day"] == 500 and run["conf"]["epochs"] == 2
+    assert run["conf"]["epochs"] == 2
     assert run["conf"]["instance_count"] == 1 and run["conf"]["deploy_target"] == "endpoint"
     assert run["conf"]["storage"] == "auto"
     run_id = run["dag_run_id"]

@@ -163,3 +163,26 @@ def provision_edge_fleet(config: EmulatorSettings, group: str = "mlscale-edge-fl
         iot.add_thing_to_thing_group(thingGroupName=group, thingName=name)
         names.append(name)
     return names
+
+
+def provision_arrivals(config: EmulatorSettings, region: str = "us-east-1") -> str:
+    """The bucket, the SQS queue and the S3 event notification that start the pipeline when new raw data
+    arrives (the `[mlscale]` settings name the bucket and the queue); the queue's ARN. Idempotent.
+
+    On AWS these are infrastructure, created once (the README gives the AWS CLI commands)."""
+    import boto3
+
+    from mlscale.pipeline.raw_data import arrivals_prefix, ensure_arrival_notifications
+    from mlscale.settings import setting
+
+    def client(service: str):
+        return boto3.client(service, endpoint_url=config.endpoint_url, region_name=region,
+                            aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+
+    s3, bucket = client("s3"), setting("bucket")
+    try:
+        s3.create_bucket(Bucket=bucket)
+    except s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    return ensure_arrival_notifications(s3, client("sqs"), bucket, arrivals_prefix(bucket),
+                                        setting("arrivals_queue_url"))  # fmt: skip

@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from mlscale.naming import run_slug
 
 
-def training_window(start, end, run_after, days: int = 7):
-    """The days to train on (pendulum datetimes): the data interval, or the `days` before a run that has none.
+def training_window(start, end, run_after, days: int = 7, arrived: list[date] | None = None):
+    """The days to train on (pendulum datetimes): the `days` ending with the newest arrived day when new data
+    started the run, else the data interval, or the `days` before a run that has none.
 
     Airflow 3's @weekly runs have zero-width intervals, and a run triggered without a
     logical date (the REST API's or `airflow dags trigger`'s default) or by an asset has no interval at all.
     """
+    import pendulum
+
+    if arrived:
+        newest = max(arrived)
+        end = pendulum.datetime(newest.year, newest.month, newest.day, tz="UTC").add(days=1)
+        return end.subtract(days=days), end
     if start is None or end is None or end <= start:
         end = (end or run_after).start_of("day")
         return end.subtract(days=days), end
@@ -42,3 +50,24 @@ def run_layout(bucket: str, run_id: str, start, end) -> dict[str, Any]:
         "evaluation_uri": f"{run}/evaluation/",
         "compiled_uri": f"{run}/compiled/",
     }
+
+
+def plan_run_window(bucket: str, params: dict, interval_start, interval_end, dag_run,
+                    triggering_asset_events) -> dict[str, Any]:  # fmt: skip
+    """The example pipeline's first task: its params checked, its window, the window's `_SUCCESS` markers (what
+    `wait_for_data` waits for), the prefixes it writes, and the version its deploys carry."""
+    import pendulum
+
+    from mlscale.pipeline.params import check_run_params
+    from mlscale.pipeline.raw_data import arrived_days, marker_uris
+
+    check_run_params(params)
+    run_after = pendulum.instance(dag_run.run_after)
+    arrived = arrived_days(triggering_asset_events)
+    start, end = training_window(interval_start, interval_end, run_after, arrived=arrived)
+    if arrived:
+        print(f"new data arrived for {', '.join(d.isoformat() for d in arrived)}: training on "
+              f"{start.to_date_string()}..{end.subtract(days=1).to_date_string()}")
+    return {**run_layout(bucket, dag_run.run_id, start, end), "arrived": [d.isoformat() for d in arrived],
+            "partition_markers": marker_uris(bucket, start.date(), end.date()),
+            "model_version": model_version(end, run_after)}  # fmt: skip

@@ -1,35 +1,30 @@
-"""The example DAG's Python tasks: stage raw data, plan the shards and storage, pick channels and targets."""
+"""The example DAGs' Python tasks: produce raw data, plan the shards and storage, pick channels and targets."""
 
 from __future__ import annotations
 
 from typing import Any
 
-RAW_SCHEMA = {"record_id": "string", "label": "bigint", "pixels": "binary"}
 
-
-def stage_raw_digits(aws_conn_id: str, bucket: str, raw_prefix: str, database: str, start, end,
-                     records_per_day: int) -> int:  # fmt: skip
-    """Write the raw partitions of [start, end) that are missing (the generator stands in for upstream
-    systems) and register the Glue table; returns how many days were written."""
+def produce_raw_days(aws_conn_id: str, bucket: str, database: str, logical_date, dag_run, params: dict) -> dict:
+    """The producer DAG's run: write the missing partitions of the `days` up to the run's day, then announce the
+    new ones (one arrival notice, which starts one pipeline run) unless announcing is off or this is a backfill."""
     from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-    from mlscale.datasets.raw_digits import write_day
-    from mlscale.hooks.catalog import ensure_parquet_table
+    from mlscale.pipeline import raw_data
 
     s3 = S3Hook(aws_conn_id=aws_conn_id)
     if not s3.check_for_bucket(bucket):
         s3.create_bucket(bucket)
-    bucket_name, prefix = s3.parse_s3_url(raw_prefix)
-    written, day = 0, start
-    while day < end:
-        if not s3.list_keys(bucket_name=bucket_name, prefix=f"{prefix}dt={day:%Y-%m-%d}/"):
-            write_day(s3.get_conn(), bucket_name, prefix, day.date(), records_per_day)
-            written += 1
-        day = day.add(days=1)
+    days = raw_data.days_ending(raw_data.producer_day(logical_date, dag_run.run_after), params["days"])
     glue = AwsBaseHook(aws_conn_id=aws_conn_id, client_type="glue").get_conn()
-    ensure_parquet_table(glue, database, "raw_digits", raw_prefix, RAW_SCHEMA, date_partition="dt")
-    return written
+    written = raw_data.write_partitions(s3.get_conn(), glue, bucket, database, days,
+                                        params["records_per_day"])  # fmt: skip
+    notice = None
+    if written and params["announce"] and dag_run.run_type != "backfill":  # DagRunType is a str enum
+        notice = raw_data.announce(s3.get_conn(), raw_data.arrivals_prefix(bucket), written, dag_run.run_id)
+    print(f"days {days[0]}..{days[-1]}: wrote {', '.join(written) or 'nothing new'}; arrival notice: {notice}")
+    return {"days": [d.isoformat() for d in days], "written": written, "notice": notice}
 
 
 def clear_prefix(aws_conn_id: str, uri: str) -> int:
