@@ -1,16 +1,15 @@
-"""New data starts the pipeline; then a person in Debian's chromium signs in, sees that run, triggers another
-from the params form, watches it finish and opens the run view.
+"""New data starts the pipeline; a person in Debian's chromium signs in, inspects that run in the run view, and
+triggers the producer from its params form.
 
 Screenshots are kept in test-artifacts/browser/ (MLSCALE_ARTIFACTS overrides), one per step: the run new data
-started, the filled form, the run in progress and finished, the mlscale tab, the run view, and the emulator's
-page behind the train task's link.
+started, the mlscale tab, the run view, the emulator's page behind the train task's link, the filled form and
+the producer's run.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import time
 import urllib.parse
 from pathlib import Path
 
@@ -18,16 +17,15 @@ import httpx
 import pytest
 
 from tests.conftest import REPO
-from tests.stack.conftest import DAG_ID, PRODUCER
+from tests.stack.conftest import DAG_ID, PRODUCER, emulator_client
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHOTS = Path(os.environ.get("MLSCALE_ARTIFACTS", REPO / "test-artifacts")) / "browser"
 # As Debian's chromium runs on a machine with no internet: no sandbox (root), no calls home.
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]  # fmt: skip
-# champion_tolerance 1: the run new data started (more epochs and instances) is the champion to beat;
-# bake_seconds 0: that run created the endpoint, and this run's update need not bake for 5 minutes
-FORM = {"epochs": "2", "instance_count": "1", "min_accuracy": "0.5", "champion_tolerance": "1", "bake_seconds": "0"}
+# Two more days of history, announced to nobody (a second pipeline run is not what this test is about)
+FORM = {"records_per_day": "300", "days": "9"}
 
 pytestmark = [
     pytest.mark.e2e,
@@ -59,28 +57,16 @@ def sign_in(page, stack) -> None:
 
 
 def trigger_from_form(page, stack) -> None:
-    page.goto(f"{stack.url}/dags/{DAG_ID}")
+    page.goto(f"{stack.url}/dags/{PRODUCER}")
     page.get_by_role("button", name="Trigger").first.click()
     dialog = page.get_by_role("dialog")
     dialog.wait_for()
     for name, value in FORM.items():
         dialog.locator(f"input[name=element_{name}]").fill(value)
-    dialog.locator("input[name=element_deploy_target]").locator("xpath=..").get_by_role("combobox").click()
-    page.get_by_role("option", name="endpoint", exact=True).click()
-    shot(page, "01-trigger-form")
+    dialog.locator("label:has(input[name=element_announce])").click()  # the switch: off
+    shot(page, "05-trigger-form")
     dialog.get_by_role("button", name="Trigger", exact=True).click()
     dialog.wait_for(state="hidden")
-
-
-def manual_run(stack, timeout: float = 60) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        with stack.api() as api:
-            runs = api.get(f"/dags/{DAG_ID}/dagRuns", params={"run_type": "manual"}).raise_for_status().json()
-        if runs["dag_runs"]:
-            return runs["dag_runs"][0]
-        assert time.monotonic() < deadline, "the trigger form created no run"
-        time.sleep(1)
 
 
 def test_new_data_starts_exactly_one_run(airflow_stack, live_arrival, page):
@@ -113,39 +99,24 @@ def _day_after(day: str) -> str:
     return (date.fromisoformat(day) + timedelta(days=1)).isoformat()
 
 
-def test_trigger_from_the_form_then_inspect_the_run_in_the_run_view(airflow_stack, live_arrival, page):
+def test_the_run_view_of_the_run_new_data_started(airflow_stack, live_arrival, page):
     stack = airflow_stack
+    run_id = stack.wait_for_a_run(DAG_ID, "asset_triggered", timeout=300)["dag_run_id"]
+    assert stack.wait_for_runs([run_id], timeout=900)[run_id]["state"] == "success", stack.failure_report([run_id])
     sign_in(page, stack)
-    trigger_from_form(page, stack)
-    run = manual_run(stack)
-    # the form's values reached the run, the ones left alone kept their defaults
-    assert run["conf"]["epochs"] == 2
-    assert run["conf"]["instance_count"] == 1 and run["conf"]["deploy_target"] == "endpoint"
-    assert run["conf"]["storage"] == "auto"
-    run_id = run["dag_run_id"]
-    run_page = f"{stack.url}/dags/{DAG_ID}/runs/{urllib.parse.quote(run_id)}"
-    page.goto(run_page)
+    page.goto(f"{stack.url}/dags/{DAG_ID}/runs/{urllib.parse.quote(run_id)}")
     page.wait_for_load_state("networkidle")
-    shot(page, "02-run-in-progress")
-
-    finished = stack.wait_for_runs([run_id], timeout=900)[run_id]
-    assert finished["state"] == "success", stack.failure_report([run_id])
-    states = {task: ti["state"] for task, ti in stack.task_states(run_id).items()}
-    assert states["deploy_endpoint"] == "success" and states["deploy_edge"] == "skipped"
-
-    page.goto(run_page)
-    page.wait_for_load_state("networkidle")
-    shot(page, "03-run-finished")
     page.get_by_role("link", name="mlscale", exact=True).click()  # the plugin's tab on the run page
     view = page.frame_locator("iframe").first
     view.get_by_text("Lineage").first.wait_for(timeout=60_000)
     page.wait_for_timeout(1500)  # images inside the frame
-    shot(page, "04-run-view-tab")
+    shot(page, "02-run-view-tab")
 
     # the run view itself, full length: every plot loaded and the lineage names each resource
-    page.goto(f"{stack.url}/mlscale/run?dag_id={DAG_ID}&run_id={urllib.parse.quote(run_id)}")
+    view_url = f"{stack.url}/mlscale/run?dag_id={DAG_ID}&run_id={urllib.parse.quote(run_id)}"
+    page.goto(view_url)
     page.wait_for_load_state("networkidle")
-    shot(page, "05-run-view")
+    shot(page, "03-run-view")
     broken = page.evaluate("[...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.src)")
     assert broken == []
     assert page.locator("img").count() >= 2  # quality plots and the confusion matrix
@@ -158,13 +129,31 @@ def test_trigger_from_the_form_then_inspect_the_run_in_the_run_view(airflow_stac
         assert resource in text, resource
 
     # the view asks Airflow who is asking: the browser's session cookie passed; no credentials, no page
-    view_url = f"{stack.url}/mlscale/run?dag_id={DAG_ID}&run_id={urllib.parse.quote(run_id)}"
     assert httpx.get(view_url, timeout=60).status_code == 401
 
     # the train task's extra link (its Links in the UI) opens the emulator's own page for the job
     link = stack.extra_links(run_id, "train")["SageMaker training job"]
     assert link == f"{stack.emulator_url}/moto-api/mlscale/training-jobs/{train['job_name']}"
     page.goto(link)
-    shot(page, "06-emulator-training-job")
+    shot(page, "04-emulator-training-job")
     assert "TrainingJobStatus: Completed" in page.inner_text("body")
-    assert "epoch=2 train_loss=" in page.inner_text("body")
+    assert "epoch=4 train_loss=" in page.inner_text("body")  # the DAG's default epochs
+
+
+def test_trigger_the_producer_from_its_form(airflow_stack, live_arrival, page):
+    stack = airflow_stack
+    sign_in(page, stack)
+    trigger_from_form(page, stack)
+    run = stack.wait_for_a_run(PRODUCER, "manual", timeout=60)
+    # the form's values reached the run, the switch included
+    assert run["conf"] == {"records_per_day": 300, "days": 9, "announce": False}, run["conf"]
+    finished = stack.wait_for_runs([run["dag_run_id"]], timeout=300, dag_id=PRODUCER)[run["dag_run_id"]]
+    assert finished["state"] == "success", stack.failure_report([run["dag_run_id"]], PRODUCER)
+    page.goto(f"{stack.url}/dags/{PRODUCER}/runs/{urllib.parse.quote(run['dag_run_id'])}")
+    page.wait_for_load_state("networkidle")
+    shot(page, "06-producer-run")
+    produced = stack.xcom(run["dag_run_id"], "write_partitions", PRODUCER)
+    assert len(produced["written"]) == 2 and produced["notice"] is None  # the two days before the live week
+    s3 = emulator_client(stack, "s3")
+    notices = s3.list_objects_v2(Bucket="mlscale-demo", Prefix="mlscale/raw/_arrivals/")["Contents"]
+    assert len(notices) == 1  # still only the live run's: no second pipeline run is coming

@@ -71,10 +71,10 @@ def write_partitions(s3, glue, bucket: str, database: str, days: list[date], rec
     written = []
     for day in days:
         _, marker = _split(marker_uri(bucket, day))
-        if _exists(s3, bucket, marker.rstrip("/")):
+        if _exists(s3, bucket, marker):
             continue
         write_day(s3, bucket, prefix, day, records_per_day)
-        s3.put_object(Bucket=bucket, Key=marker.rstrip("/"), Body=b"")
+        s3.put_object(Bucket=bucket, Key=marker, Body=b"")
         written.append(day.isoformat())
     ensure_parquet_table(glue, database, RAW_TABLE, raw_prefix(bucket), RAW_SCHEMA, date_partition="dt")
     return written
@@ -88,7 +88,7 @@ def announce(s3, arrivals_prefix: str, days: list[str], run_id: str) -> str | No
     from mlscale.naming import run_slug
 
     bucket, prefix = _split(arrivals_prefix)
-    key = f"{prefix}dt={max(days)}/{run_slug(run_id)}.json"
+    key = f"{prefix.rstrip('/')}/dt={max(days)}/{run_slug(run_id)}.json"
     body = json.dumps({"days": sorted(days), "run_id": run_id}).encode()
     try:
         s3.put_object(Bucket=bucket, Key=key, Body=body, IfNoneMatch="*", ContentType="application/json")
@@ -143,7 +143,7 @@ def ensure_arrival_notifications(s3, sqs, bucket: str, arrivals_prefix: str, que
         "Effect": "Allow", "Principal": {"Service": "s3.amazonaws.com"}, "Action": "sqs:SendMessage",
         "Resource": arn, "Condition": {"ArnLike": {"aws:SourceArn": f"arn:aws:s3:::{bucket}"}}}]}  # fmt: skip
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(policy)})
-    _, prefix = _split(arrivals_prefix)
+    prefix = _split(arrivals_prefix)[1].rstrip("/") + "/"
     config = s3.get_bucket_notification_configuration(Bucket=bucket)
     config.pop("ResponseMetadata", None)
     queues = [q for q in config.get("QueueConfigurations", []) if q.get("Id") != NOTIFICATION_ID]
@@ -155,9 +155,9 @@ def ensure_arrival_notifications(s3, sqs, bucket: str, arrivals_prefix: str, que
 
 
 def _split(uri: str) -> tuple[str, str]:
+    """(bucket, key) of an s3:// URI."""
     parsed = urllib.parse.urlparse(uri)
-    prefix = parsed.path.lstrip("/")
-    return parsed.netloc, prefix if not prefix or prefix.endswith("/") else prefix + "/"
+    return parsed.netloc, parsed.path.lstrip("/")
 
 
 def _exists(s3, bucket: str, key: str) -> bool:
