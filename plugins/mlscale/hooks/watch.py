@@ -6,9 +6,17 @@ all poll through this, so the log lines a user reads are the same whichever way 
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from typing import Any
 
 from mlscale.hooks.resources import ResourceKind
+
+# A connection edited in the UI reaches the waits that share its hook within this many seconds.
+SHARED_HOOK_SECONDS = 600.0
+_shared: dict[tuple, tuple[float, Any]] = {}
+_shared_lock = threading.Lock()
 
 
 def hook_for(kind: ResourceKind, aws_conn_id: str | None, region_name: str | None = None,
@@ -22,6 +30,24 @@ def hook_for(kind: ResourceKind, aws_conn_id: str | None, region_name: str | Non
 
         return SageMakerHook(**params)
     return AwsBaseHook(client_type=kind.service, **params)
+
+
+def shared_hook(kind: ResourceKind, aws_conn_id: str | None, region_name: str | None = None,
+                verify: bool | str | None = None, botocore_config: dict | None = None):  # fmt: skip
+    """hook_for's hook, one per (service, connection, region, verify, config) in this process, its client made.
+
+    A triggerer runs hundreds of waits: a hook each meant a boto3 client each, every one holding its own copy of
+    the service model (several MB for SageMaker). boto3 clients are thread-safe, so the waits share them
+    (https://boto3.amazonaws.com/v1/documentation/api/latest/guide/clients.html#multithreading-or-multiprocessing).
+    Blocking (the connection is read): call it in a thread, never on the triggerer's event loop."""
+    key = (kind.service, aws_conn_id, region_name, repr(verify), json.dumps(botocore_config, sort_keys=True, default=str))
+    with _shared_lock:  # held while a hook is made, so that each is made once; only worker threads take it
+        made, hook = _shared.get(key, (0.0, None))
+        if hook is None or time.monotonic() - made > SHARED_HOOK_SECONDS:
+            hook = hook_for(kind, aws_conn_id, region_name, verify, botocore_config)
+            hook.conn  # noqa: B018 - the client, made now, under the lock
+            _shared[key] = (time.monotonic(), hook)
+    return hook
 
 
 def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -> list[str]:

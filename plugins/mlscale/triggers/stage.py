@@ -5,11 +5,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from mlscale.triggers import hold_first_event
+
+# The waits' blocking polls (boto3) run here, not in the loop's default executor: that one has cores + 4
+# threads (6 on 2 cores), so hundreds of waits queued behind each other and saw their jobs end late.
+POLL_THREADS = 32
+_polls = ThreadPoolExecutor(max_workers=POLL_THREADS, thread_name_prefix="mlscale-poll")
 
 
 class StageTrigger(BaseTrigger):
@@ -38,18 +44,16 @@ class StageTrigger(BaseTrigger):
                  "region_name": self.region_name, "verify": self.verify, "botocore_config": self.botocore_config})  # fmt: skip
 
     def _hook(self):
-        """The kind and its hook, with the hook's client made. Blocking: call it in a thread, never on the
-        triggerer's event loop. Making a client reads the connection (through the triggerer's supervisor) under
-        the hook class's cached_property lock, which Python 3.11 shares between all instances: on the loop, it
-        waits for another trigger's thread that holds the lock while it waits for the loop (a deadlock seen
-        with the provider's SqsSensorTrigger polling beside this trigger)."""
+        """The kind and its hook (shared by the waits on one connection), its client made. Blocking: call it in
+        a thread, never on the triggerer's event loop. Making a client reads the connection (through the
+        triggerer's supervisor) under the hook class's cached_property lock, which Python 3.11 shares between
+        all instances: on the loop, it waits for another trigger's thread that holds the lock while it waits
+        for the loop (a deadlock seen with the provider's SqsSensorTrigger polling beside this trigger)."""
         from mlscale.hooks.resources import KINDS
-        from mlscale.hooks.watch import hook_for
+        from mlscale.hooks.watch import shared_hook
 
         kind = KINDS[self.kind]
-        hook = hook_for(kind, self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
-        hook.conn  # noqa: B018 - made here, in the caller's thread
-        return kind, hook
+        return kind, shared_hook(kind, self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
 
     def _watch(self):
         from mlscale.hooks.watch import ResourceWatch
@@ -59,11 +63,12 @@ class StageTrigger(BaseTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         started = time.monotonic()
+        loop = asyncio.get_running_loop()
         try:
-            kind, watch = await asyncio.to_thread(self._watch)
+            kind, watch = await loop.run_in_executor(_polls, self._watch)
             while True:
                 # boto3 is blocking: keep it off the triggerer's event loop
-                description, lines = await asyncio.to_thread(watch.poll)
+                description, lines = await loop.run_in_executor(_polls, watch.poll)
                 for line in lines:
                     self.log.info(line)
                 if kind.settled(description):
