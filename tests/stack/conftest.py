@@ -76,10 +76,10 @@ class AirflowStack:
                            ).raise_for_status().json()  # fmt: skip
         return sorted(body["dag_runs"], key=lambda run: run["run_after"])
 
-    def wait_for_a_run(self, dag_id: str, run_type: str, timeout: float) -> dict:
-        """The first run of that type, once the scheduler has created it."""
+    def wait_for_a_run(self, dag_id: str, run_type: str, timeout: float, besides: set[str] = frozenset()) -> dict:
+        """The first run of that type (other than the run ids `besides`), once it has been created."""
         deadline = time.monotonic() + timeout
-        while not (found := self.runs(dag_id, run_type)):
+        while not (found := [run for run in self.runs(dag_id, run_type) if run["dag_run_id"] not in besides]):
             assert time.monotonic() < deadline, f"no {run_type} run of {dag_id} after {timeout:.0f} s"
             time.sleep(2)
         return found[0]
