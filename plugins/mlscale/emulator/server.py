@@ -18,12 +18,14 @@ def install_services() -> None:
     """Patch moto's backends where mlscale does the work moto only records."""
     from mlscale.emulator import console, faults
     from mlscale.emulator.athena import queries
+    from mlscale.emulator.batch import service as batch
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
     from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform, validation
 
     validation.install()
+    batch.install()
     compilation.install()
     endpoints.install()
     training.install()
@@ -39,8 +41,10 @@ def install_services() -> None:
 
 def shutdown_services() -> None:
     """Stop every kind of running work: jobs, queries' processes, endpoints' model servers."""
+    from mlscale.emulator.batch import service as batch
     from mlscale.emulator.sagemaker import endpoints, processing, training, transform
 
+    batch.stop_all()
     endpoints.stop_all()
     transform.stop_all()
     training.stop_all()
@@ -50,12 +54,14 @@ def shutdown_services() -> None:
 def recover_services() -> None:
     """After a restore: what ran when the emulator stopped ends Failed; endpoints serve again."""
     from mlscale.emulator.athena import queries
+    from mlscale.emulator.batch import service as batch
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
     from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform
 
-    for module in (training, processing, transform, compilation, queries, glue_jobs, fsx, greengrass, endpoints):
+    for module in (training, processing, transform, compilation, queries, glue_jobs, fsx, greengrass, batch,
+                   endpoints):
         module.recover()
 
 

@@ -43,6 +43,11 @@ GREENGRASS_DEPLOYMENT: Table = {"ACTIVE": ("COMPLETED", "CANCELED", "FAILED", "I
 ATHENA_QUERY: Table = {"QUEUED": ("RUNNING", "FAILED", "CANCELLED"), "RUNNING": ("SUCCEEDED", "FAILED", "CANCELLED")}
 GLUE_JOB_RUN: Table = {"STARTING": ("RUNNING", "FAILED", "STOPPING"),
                        "RUNNING": ("SUCCEEDED", "FAILED", "TIMEOUT", "STOPPING"), "STOPPING": ("STOPPED",)}  # fmt: skip
+# AWS Batch's job states (https://docs.aws.amazon.com/batch/latest/userguide/job_states.html); a failed attempt
+# that its retryStrategy retries goes back to RUNNABLE; CancelJob and TerminateJob end any state FAILED.
+BATCH_JOB: Table = {"SUBMITTED": ("PENDING", "FAILED"), "PENDING": ("RUNNABLE", "FAILED"),
+                    "RUNNABLE": ("STARTING", "FAILED"), "STARTING": ("RUNNING", "FAILED"),
+                    "RUNNING": ("SUCCEEDED", "FAILED", "RUNNABLE")}  # fmt: skip
 
 
 class IllegalTransition(RuntimeError):
