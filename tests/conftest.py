@@ -80,6 +80,39 @@ def upload_source(s3, files: dict[str, str], key: str) -> str:
     return f"s3://mlscale-test/{key}"
 
 
+def batch_cluster(endpoint_url: str, name: str, max_vcpus: int, definition_command: list[str]) -> dict:
+    """A Batch compute environment (min 0 vCPUs), its queue and a 2-node job definition on the emulator."""
+    import boto3
+
+    def client(service):
+        return boto3.client(service, endpoint_url=endpoint_url, region_name="us-east-1")
+
+    batch, ec2, iam = client("batch"), client("ec2"), client("iam")
+    role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "batch.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))["Role"]  # fmt: skip
+    profile = iam.create_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Arn"]
+    vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
+    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.7.0.0/24")["Subnet"]["SubnetId"]
+    group = ec2.create_security_group(GroupName=name, Description="nodes", VpcId=vpc)["GroupId"]
+    environment = batch.create_compute_environment(
+        computeEnvironmentName=name, type="MANAGED", state="ENABLED", serviceRole=role["Arn"],
+        computeResources={"type": "EC2", "minvCpus": 0, "maxvCpus": max_vcpus, "instanceTypes": ["c5.large"],
+                          "subnets": [subnet], "securityGroupIds": [group], "instanceRole": profile},
+    )["computeEnvironmentArn"]  # fmt: skip
+    queue = batch.create_job_queue(jobQueueName=name, state="ENABLED", priority=1,
+                                   computeEnvironmentOrder=[{"order": 1, "computeEnvironment": environment}])  # fmt: skip
+    definition = batch.register_job_definition(
+        jobDefinitionName=name, type="multinode",
+        nodeProperties={"numNodes": 2, "mainNode": 0, "nodeRangeProperties": [{"targetNodes": "0:", "container": {
+            "image": "python:3.11", "command": definition_command,
+            "environment": [{"name": "GREETING", "value": "from-the-definition"}],
+            "resourceRequirements": [{"type": "VCPU", "value": "2"}, {"type": "MEMORY", "value": "2048"}]}}]},
+    )["jobDefinitionArn"]  # fmt: skip
+    return {"batch": batch, "logs": client("logs"), "sns": client("sns"), "sqs": client("sqs"),
+            "events": client("events"), "queue": queue["jobQueueArn"], "definition": definition, "name": name,
+            "queue_name": name, "environment_name": name}  # fmt: skip
+
+
 def training_request(name: str, sourcedir: str, *, program: str = "train.py", instance_count: int = 1,
                      hyperparameters: dict | None = None, channels: dict | None = None,
                      max_runtime: int = 600, metrics: dict | None = None, distributed: bool = False) -> dict:  # fmt: skip

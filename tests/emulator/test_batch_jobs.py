@@ -6,8 +6,9 @@ import json
 import time
 import uuid
 
-import boto3
 import pytest
+
+from tests.conftest import batch_cluster
 
 pytestmark = pytest.mark.emulator
 
@@ -27,36 +28,8 @@ def wait_for(batch, job_id: str, statuses: tuple[str, ...], timeout: float = 60)
 
 @pytest.fixture(scope="module")
 def cluster(emulator):
-    """A compute environment of 4 vCPUs (min 0), a queue, and a multi-node job definition."""
-
-    def client(service):
-        return boto3.client(service, endpoint_url=emulator.endpoint_url, region_name="us-east-1")
-
-    batch, ec2, iam = client("batch"), client("ec2"), client("iam")
-    name = f"batch-test-{uuid.uuid4().hex[:6]}"
-    role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Principal": {"Service": "batch.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))["Role"]  # fmt: skip
-    profile = iam.create_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Arn"]
-    vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
-    subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.7.0.0/24")["Subnet"]["SubnetId"]
-    group = ec2.create_security_group(GroupName=name, Description="nodes", VpcId=vpc)["GroupId"]
-    environment = batch.create_compute_environment(
-        computeEnvironmentName=name, type="MANAGED", state="ENABLED", serviceRole=role["Arn"],
-        computeResources={"type": "EC2", "minvCpus": 0, "maxvCpus": 4, "instanceTypes": ["c5.large"],
-                          "subnets": [subnet], "securityGroupIds": [group], "instanceRole": profile},
-    )["computeEnvironmentArn"]  # fmt: skip
-    queue = batch.create_job_queue(jobQueueName=name, state="ENABLED", priority=1,
-                                   computeEnvironmentOrder=[{"order": 1, "computeEnvironment": environment}])  # fmt: skip
-    definition = batch.register_job_definition(
-        jobDefinitionName=name, type="multinode",
-        nodeProperties={"numNodes": 2, "mainNode": 0, "nodeRangeProperties": [{"targetNodes": "0:", "container": {
-            "image": "python:3.11", "command": ["python", "-c", ENV_DUMP],
-            "environment": [{"name": "GREETING", "value": "from-the-definition"}],
-            "resourceRequirements": [{"type": "VCPU", "value": "2"}, {"type": "MEMORY", "value": "2048"}]}}]},
-    )["jobDefinitionArn"]  # fmt: skip
-    return {"batch": batch, "logs": client("logs"), "sns": client("sns"), "sqs": client("sqs"),
-            "events": client("events"), "queue": queue["jobQueueArn"], "definition": definition, "name": name,
-            "queue_name": name, "environment_name": name}  # fmt: skip
+    """A compute environment of 4 vCPUs, a queue, and a 2-node job definition (2 vCPUs a node)."""
+    return batch_cluster(emulator.endpoint_url, f"batch-test-{uuid.uuid4().hex[:6]}", 4, ["python", "-c", ENV_DUMP])
 
 
 def submit(cluster, command=None, num_nodes=None, **extra) -> str:

@@ -33,7 +33,7 @@ class JobLogTail:
         except logs.exceptions.ResourceNotFoundException:
             pass  # no log group until the first container writes
 
-    def poll(self) -> list[str]:
+    def poll(self, description: dict | None = None) -> list[str]:
         """New lines since the last poll, each prefixed with its host."""
         self._discover_streams()
         streams = sorted(self.positions)

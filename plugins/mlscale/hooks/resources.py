@@ -30,6 +30,7 @@ class ResourceKind:
     stop: Callable[[Client, str], None] | None = None  # what on_kill calls; None: the service has no stop
     not_found_codes: tuple[str, ...] = ("ResourceNotFound", "ResourceNotFoundException")
     log_group: str | None = None  # CloudWatch log group streamed into the task log while it waits
+    log_tail: Callable[..., Any] | None = None  # (hook, resource_id, since_ms) -> a tail with poll(description)
     name_key: str = ""  # the describe answer's name field (progress lines)
     status_key: str = ""
     summary: Callable[[dict], dict] = lambda description: {}  # small JSON (a sensor's XCom)
@@ -230,6 +231,46 @@ ATHENA_QUERY = ResourceKind(
                        "output_location": (d.get("ResultConfiguration") or {}).get("OutputLocation")},
 )  # fmt: skip
 
+# -- AWS Batch -------------------------------------------------------------------------------------------------
+
+
+def _describe_batch_job(client: Client, job_id: str) -> dict:
+    jobs = client.describe_jobs(jobs=[job_id])["jobs"]
+    if not jobs:  # DescribeJobs answers an empty list for an unknown id
+        raise ClientError({"Error": {"Code": "ResourceNotFound", "Message": f"no Batch job {job_id}"}}, "DescribeJobs")
+    return jobs[0]
+
+
+def _batch_reason(d: dict) -> str | None:
+    reason = d.get("statusReason")
+    exit_code = ((d.get("attempts") or [{}])[-1].get("container") or {}).get("exitCode")
+    return f"{reason} (main node exit code {exit_code})" if exit_code not in (None, 0) else reason
+
+
+def batch_summary(d: dict) -> dict[str, Any]:
+    nodes = d.get("nodeProperties") or {}
+    containers = [r.get("container") or {} for r in nodes.get("nodeRangeProperties") or []] or [d.get("container") or {}]
+    environment = {e["name"]: e["value"] for e in containers[0].get("environment") or []}
+    return {"job_id": d["jobId"], "job_name": d["jobName"], "status": d["status"],
+            "node_count": nodes.get("numNodes", 1), "main_node_index": nodes.get("mainNode", 0),
+            "job_queue": d.get("jobQueue"), "job_definition": d.get("jobDefinition"),
+            "attempts": len(d.get("attempts") or []), "model_artifact": environment.get("MLSCALE_MODEL_URI"),
+            "seconds": (d["stoppedAt"] - d["startedAt"]) / 1000 if d.get("stoppedAt") and d.get("startedAt") else None}  # fmt: skip
+
+
+def _batch_log_tail(hook: Any, job_id: str, since_ms: int | None = None) -> Any:
+    from mlscale.hooks.batch_logs import BatchLogTail
+
+    return BatchLogTail(hook, job_id, since_ms)
+
+
+BATCH_JOB = ResourceKind(
+    name="batch_job", noun="Batch job", service="batch", describe=_describe_batch_job,
+    status=lambda d: d["status"], succeeded=("SUCCEEDED",), failed=("FAILED",), reason=_batch_reason,
+    stop=lambda client, job_id: client.terminate_job(jobId=job_id, reason="Terminated by mlscale: its Airflow task was killed"),
+    log_tail=_batch_log_tail, name_key="jobName", status_key="status", summary=batch_summary,
+)  # fmt: skip
+
 KINDS: dict[str, ResourceKind] = {kind.name: kind for kind in (
     TRAINING, PROCESSING, TRANSFORM, COMPILATION, ENDPOINT, FSX_FILE_SYSTEM, FSX_ASSOCIATION, FSX_TASK,
-    GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, ATHENA_QUERY)}  # fmt: skip
+    GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, ATHENA_QUERY, BATCH_JOB)}  # fmt: skip

@@ -11,8 +11,10 @@ from pathlib import Path
 SKIPPED = {"__pycache__", ".git", ".ipynb_checkpoints"}
 
 
-def pack_source_dir(source_dir: str | Path) -> tuple[bytes, str]:
-    """The archive and a hash of its content. Same files -> same bytes (sorted, mtimes zeroed)."""
+def pack_source_dir(source_dir: str | Path, extra: dict[str, bytes] | None = None) -> tuple[bytes, str]:
+    """The archive and a hash of its content. Same files -> same bytes (sorted, mtimes zeroed).
+
+    `extra`: files added at the archive's top level ({name: content}), e.g. a launcher that runs the script."""
     root = Path(source_dir)
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -23,6 +25,10 @@ def pack_source_dir(source_dir: str | Path) -> tuple[bytes, str]:
             info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
             with open(path, "rb") as handle:
                 tar.addfile(info, handle)
+        for name, data in sorted((extra or {}).items()):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
     content = raw.getvalue()
     return gzip.compress(content, mtime=0), hashlib.sha256(content).hexdigest()[:16]
 

@@ -28,8 +28,25 @@ def hook_for(kind: ResourceKind, aws_conn_id: str | None, region_name: str | Non
     if kind.service == "sagemaker":
         from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 
-        return SageMakerHook(**params)
-    return AwsBaseHook(client_type=kind.service, **params)
+        hook = SageMakerHook(**params)
+    else:
+        hook = AwsBaseHook(client_type=kind.service, **params)
+    hook.mlscale_params = (aws_conn_id, region_name, verify, botocore_config)  # for the logs hook of the same wait
+    return hook
+
+
+def _shared_made(key: tuple, make) -> Any:
+    with _shared_lock:  # held while a hook is made, so that each is made once; only worker threads take it
+        made, hook = _shared.get(key, (0.0, None))
+        if hook is None or time.monotonic() - made > SHARED_HOOK_SECONDS:
+            hook = make()
+            hook.conn  # noqa: B018 - the client, made now, under the lock
+            _shared[key] = (time.monotonic(), hook)
+    return hook
+
+
+def _key(service: str, aws_conn_id, region_name, verify, botocore_config) -> tuple:
+    return (service, aws_conn_id, region_name, repr(verify), json.dumps(botocore_config, sort_keys=True, default=str))
 
 
 def shared_hook(kind: ResourceKind, aws_conn_id: str | None, region_name: str | None = None,
@@ -40,14 +57,20 @@ def shared_hook(kind: ResourceKind, aws_conn_id: str | None, region_name: str | 
     the service model (several MB for SageMaker). boto3 clients are thread-safe, so the waits share them
     (https://boto3.amazonaws.com/v1/documentation/api/latest/guide/clients.html#multithreading-or-multiprocessing).
     Blocking (the connection is read): call it in a thread, never on the triggerer's event loop."""
-    key = (kind.service, aws_conn_id, region_name, repr(verify), json.dumps(botocore_config, sort_keys=True, default=str))
-    with _shared_lock:  # held while a hook is made, so that each is made once; only worker threads take it
-        made, hook = _shared.get(key, (0.0, None))
-        if hook is None or time.monotonic() - made > SHARED_HOOK_SECONDS:
-            hook = hook_for(kind, aws_conn_id, region_name, verify, botocore_config)
-            hook.conn  # noqa: B018 - the client, made now, under the lock
-            _shared[key] = (time.monotonic(), hook)
-    return hook
+    return _shared_made(_key(kind.service, aws_conn_id, region_name, verify, botocore_config),
+                        lambda: hook_for(kind, aws_conn_id, region_name, verify, botocore_config))  # fmt: skip
+
+
+def shared_logs_hook(hook: Any):
+    """The provider's AwsLogsHook on the same connection as `hook` (one of hook_for's), shared like shared_hook."""
+    from airflow.providers.amazon.aws.hooks.logs import AwsLogsHook
+
+    params = getattr(hook, "mlscale_params", None)  # an operator's own hook has its connection's fields instead
+    aws_conn_id, region_name, verify, botocore_config = params or (
+        hook.aws_conn_id, hook._region_name, hook._verify, hook._config)  # fmt: skip
+    return _shared_made(_key("logs", aws_conn_id, region_name, verify, botocore_config),
+                        lambda: AwsLogsHook(aws_conn_id=aws_conn_id, region_name=region_name, verify=verify,
+                                            config=botocore_config))  # fmt: skip
 
 
 def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -> list[str]:
@@ -76,13 +99,15 @@ class ResourceWatch:
 
             self.tail = JobLogTail(hook, kind.log_group, resource_id, since_ms=log_since_ms)
             self.progress = ProgressReporter(kind.name_key, kind.status_key)
+        elif kind.log_tail:
+            self.tail = kind.log_tail(hook, resource_id, log_since_ms)
 
     def poll(self) -> tuple[dict, list[str]]:
         """(the resource's description, the lines to log); blocking: a trigger runs it in a thread."""
         description = self.kind.describe(self.client, self.resource_id)
         lines = status_lines(self.kind, description, self.previous)
         if self.tail is not None:
-            new = self.tail.poll()
-            lines += new + self.progress.update(description, new)
+            new = self.tail.poll(description)
+            lines += new + (self.progress.update(description, new) if self.progress else [])
         self.previous = description
         return description, lines

@@ -1,5 +1,6 @@
 """mlscale's operators, one per pipeline stage."""
 
+from mlscale.operators.batch import BatchMultiNodeTrainingOperator
 from mlscale.operators.compilation import SageMakerNeoCompilationOperator
 from mlscale.operators.diagnosis import TrainingDiagnosisOperator
 from mlscale.operators.edge import GreengrassEdgeDeployOperator
@@ -11,6 +12,7 @@ from mlscale.operators.quality import DataQualityOperator
 from mlscale.operators.training import SageMakerScriptTrainingOperator
 
 __all__ = [
+    "BatchMultiNodeTrainingOperator",
     "DataQualityOperator",
     "FSxDeleteFileSystemOperator",
     "FSxLustreStageOperator",

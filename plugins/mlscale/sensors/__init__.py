@@ -118,6 +118,8 @@ FSxFileSystemSensor = _sensor("FSxFileSystemSensor", resources.FSX_FILE_SYSTEM, 
                               "Wait until an FSx file system (`file_system_id`) is AVAILABLE.")
 FSxDataRepositoryTaskSensor = _sensor("FSxDataRepositoryTaskSensor", resources.FSX_TASK, "task_id",
                                       "Wait for an FSx data repository task (`task_id`), e.g. an import, to succeed.")
+BatchJobSensor = _sensor("BatchJobSensor", resources.BATCH_JOB, "job_id",
+                         "Wait for an AWS Batch job (`job_id`), e.g. a multi-node training job; XCom: its summary.")
 
 
 class GreengrassDeploymentSensor(StageSensor):
@@ -142,6 +144,6 @@ class GreengrassDeploymentSensor(StageSensor):
         return self.deployment_id
 
 
-__all__ = ["CompilationJobSensor", "EndpointSensor", "FSxDataRepositoryTaskSensor", "FSxFileSystemSensor",
+__all__ = ["BatchJobSensor", "CompilationJobSensor", "EndpointSensor", "FSxDataRepositoryTaskSensor", "FSxFileSystemSensor",
            "GreengrassDeploymentSensor", "ProcessingJobSensor", "StageSensor", "TrainingJobSensor",
            "TransformJobSensor"]  # fmt: skip

@@ -1,5 +1,6 @@
 """Typed specs: what a stage needs, validated before any AWS call, turned into requests by pure functions."""
 
+from mlscale.specs.batch import BatchTrainingSpec
 from mlscale.specs.compilation import CompilationSpec
 from mlscale.specs.diagnosis import DiagnosisSpec
 from mlscale.specs.edge import EdgeDeploymentSpec
@@ -11,4 +12,4 @@ from mlscale.specs.quality import QualitySpec
 from mlscale.specs.processing import ProcessingInput, ProcessingOutput, ProcessingSpec
 from mlscale.specs.training import FileSystemChannel, InputChannel, TrainingSpec
 
-__all__ = ["CompilationSpec", "DiagnosisSpec", "EdgeDeploymentSpec", "EndpointSpec", "EvaluationSpec", "FSxLustreSpec", "FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "QualitySpec", "SpecError", "TrainingSpec"]
+__all__ = ["BatchTrainingSpec", "CompilationSpec", "DiagnosisSpec", "EdgeDeploymentSpec", "EndpointSpec", "EvaluationSpec", "FSxLustreSpec", "FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "QualitySpec", "SpecError", "TrainingSpec"]
