@@ -13,7 +13,7 @@ import boto3
 import pytest
 import torch
 
-from tests.conftest import free_port, model_tar, training_request, upload_source
+from tests.conftest import batch_cluster, free_port, model_tar, training_request, upload_source
 
 pytestmark = pytest.mark.emulator
 SLEEPER = "import time\nprint('training', flush=True)\ntime.sleep(600)\n"
@@ -89,6 +89,16 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     ssm = client("ssm")  # and moto's SSM keeps its tags in a defaultdict of a lambda
     ssm.put_parameter(Name="/mlscale/kept", Value="v1", Type="String", Tags=[{"Key": "team", "Value": "ml"}])
 
+    cluster = batch_cluster(f"http://127.0.0.1:{env['MLSCALE_EMULATOR_PORT']}", "kept-cluster", 4,
+                            ["python", "-c", "print('done')"])  # moto's Batch jobs are threads: saved without them
+    batch = cluster["batch"]
+    finished = batch.submit_job(jobName="finished", jobQueue=cluster["queue"], jobDefinition=cluster["definition"])["jobId"]
+    wait_until(lambda: batch.describe_jobs(jobs=[finished])["jobs"][0]["status"] == "SUCCEEDED")
+    cut = batch.submit_job(jobName="cut-short", jobQueue=cluster["queue"], jobDefinition=cluster["definition"],
+                           nodeOverrides={"nodePropertyOverrides": [{"targetNodes": "0:", "containerOverrides": {
+                               "command": ["python", "-c", "import time; time.sleep(600)"]}}]})["jobId"]  # fmt: skip
+    wait_until(lambda: batch.describe_jobs(jobs=[cut])["jobs"][0]["status"] == "RUNNING")
+
     started = time.monotonic()
     assert "stopped" in mlscale("emulator", "down", env=env).stdout
     down_seconds = time.monotonic() - started
@@ -102,6 +112,9 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs")["logStreams"]
     assert any(s["logStreamName"].startswith("cut-short/") for s in streams)  # its logs are kept too
     assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1)["Messages"][0]["Body"] == "kept"
+    finished_job, cut_job, main_node = batch.describe_jobs(jobs=[finished, cut, f"{finished}#0"])["jobs"]
+    assert finished_job["status"] == "SUCCEEDED" and main_node["container"]["exitCode"] == 0
+    assert cut_job["status"] == "FAILED" and "emulator stopped while this ran" in cut_job["statusReason"]
     assert ssm.get_parameter(Name="/mlscale/kept")["Parameter"]["Value"] == "v1"
     ssm.add_tags_to_resource(ResourceType="Parameter", ResourceId="/mlscale/kept", Tags=[{"Key": "k", "Value": "v"}])
     assert {t["Key"] for t in ssm.list_tags_for_resource(ResourceType="Parameter",

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 def install_services() -> None:
     """Patch moto's backends where mlscale does the work moto only records."""
-    from mlscale.emulator import console, faults
+    from mlscale.emulator import cloudformation, console, faults
     from mlscale.emulator.athena import queries
     from mlscale.emulator.batch import service as batch
     from mlscale.emulator.fsx import service as fsx
@@ -26,6 +26,7 @@ def install_services() -> None:
 
     validation.install()
     batch.install()
+    cloudformation.install()
     compilation.install()
     endpoints.install()
     training.install()

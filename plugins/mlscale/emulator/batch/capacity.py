@@ -30,11 +30,20 @@ def _room(env: Any) -> float:
     return int(env.compute_resources.get("maxvCpus", 0)) - _in_use.get(env.arn, 0)
 
 
-def acquire(queue: Any, vcpus: int, give_up: threading.Event, wait_seconds: float = 0.5) -> Any | None:
+def can_run_multinode(env: Any) -> bool:
+    """Multi-node parallel jobs run on managed On-Demand EC2 only: not SPOT, not UNMANAGED, not Fargate
+    (https://docs.aws.amazon.com/batch/latest/userguide/mnp-ce.html)."""
+    return env.env_type == "MANAGED" and (env.compute_resources or {}).get("type") == "EC2"
+
+
+def acquire(queue: Any, vcpus: int, give_up: threading.Event, multinode: bool = False,
+            wait_seconds: float = 0.5) -> Any | None:  # fmt: skip
     """Block until an environment of `queue` has `vcpus` free and take them; None if `give_up` is set first."""
     with _freed:
         while not give_up.is_set():
             for env in environments_of(queue):
+                if multinode and not can_run_multinode(env):
+                    continue
                 if (env.state or "ENABLED") == "ENABLED" and queue.state == "ENABLED" and _room(env) >= vcpus:
                     _in_use[env.arn] = _in_use.get(env.arn, 0) + vcpus
                     return env

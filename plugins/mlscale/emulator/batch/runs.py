@@ -94,7 +94,11 @@ class BatchRun:
         attempts = int((job.retry_strategy or {}).get("attempts") or 1)
         for attempt in range(1, attempts + 1):
             self._set("RUNNABLE")
-            environment = capacity.acquire(job.job_queue, need, self.stop)
+            multinode = job.job_definition.type == "multinode"
+            if multinode and not any(capacity.can_run_multinode(e) for e in capacity.environments_of(job.job_queue)):
+                job.job_stopped_reason = ("MISCONFIGURATION: multi-node parallel jobs need a managed On-Demand EC2 "
+                                          "compute environment; the queue has only SPOT, Fargate or UNMANAGED ones")  # fmt: skip
+            environment = capacity.acquire(job.job_queue, need, self.stop, multinode=multinode)
             if environment is None:
                 return self._set("FAILED", self.stop_reason)
             try:

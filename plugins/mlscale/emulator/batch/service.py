@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from typing import Any
 
 from moto.batch import models as batch_models
 from moto.batch import responses as batch_responses
 from moto.batch.exceptions import ClientException
-from moto.batch.utils import lowercase_first_key
 
 from mlscale.emulator.batch import nodes as node_model
 from mlscale.emulator.batch import runs
@@ -175,7 +175,7 @@ def _job_definition_from_cloudformation(cls, resource_name, cloudformation_json,
     properties = cloudformation_json["Properties"]
 
     def lower(key: str) -> Any:
-        return lowercase_first_key(properties[key]) if key in properties else None
+        return _api_case(properties[key]) if key in properties else None
 
     return backend.register_job_definition(
         def_name=properties.get("JobDefinitionName") or resource_name, parameters=properties.get("Parameters", {}),
@@ -185,6 +185,29 @@ def _job_definition_from_cloudformation(cls, resource_name, cloudformation_json,
         timeout=lower("Timeout") or {}, platform_capabilities=properties.get("PlatformCapabilities"),
         propagate_tags=properties.get("PropagateTags"),
     )  # fmt: skip
+
+
+def _api_case(value: Any) -> Any:
+    """CloudFormation's property names as the API's (NodeProperties -> nodeProperties), all the way down; list
+    items that are AWS::NoValue (None) dropped. moto's lowercase_first_key leaves lists of objects as they are."""
+    if isinstance(value, dict):
+        return {key[:1].lower() + key[1:]: _api_case(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_api_case(item) for item in value if item is not None]
+    return value
+
+
+_THREAD_STATE = set(vars(threading.Thread()))  # what Thread.__init__ sets: the running side, never saved
+
+
+def _job_getstate(self) -> dict[str, Any]:
+    """moto's Job is a Thread (its Docker runner): save the job, not the thread (stderr, locks)."""
+    return {key: value for key, value in self.__dict__.items() if key not in _THREAD_STATE}
+
+
+def _job_setstate(self, state: dict[str, Any]) -> None:
+    threading.Thread.__init__(self, daemon=True)  # a fresh, never started thread
+    self.__dict__.update(state)
 
 
 def recover() -> None:
@@ -209,6 +232,10 @@ def install() -> None:
 
     events.install()
     batch_models.Job.describe = describe
+    # moto's Docker client, made on first read (even by /moto-api/data.json): jobs here never use Docker
+    batch_models.Job.docker_client = property(lambda self: None)
+    batch_models.Job.__getstate__ = _job_getstate
+    batch_models.Job.__setstate__ = _job_setstate
     batch_models.BatchBackend.describe_jobs = _describe_jobs
     batch_models.BatchBackend.terminate_job = lambda self, job_id, reason: _terminate(self, job_id, reason, True)
     batch_models.BatchBackend.cancel_job = lambda self, job_id, reason: _terminate(self, job_id, reason, False)
