@@ -3,9 +3,10 @@
     plan_run -> wait_for_data (the week's partitions) -> etl (Athena UNLOAD)
         -> quality (Athena aggregates, plots, gate)
         -> plan_shards (storage advisor) -> shard (SageMaker Processing)
-        -> stage_fsx (FSx for Lustre, only when the advisor says so) -> train (SageMaker, DDP)
-        -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
-        -> evaluate (Batch Transform, metrics, model registry) -> gate -> compile (Neo)
+        -> stage_fsx (FSx for Lustre, only when the advisor says so) -> choose_backend
+        -> train (SageMaker, DDP) -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
+           or create_cluster (CloudFormation) -> train_on_batch (AWS Batch multi-node, DDP); delete_cluster
+        -> trained -> evaluate (Batch Transform, metrics, model registry) -> gate -> compile (Neo)
         -> choose_targets -> deploy_endpoint and/or deploy_edge (Greengrass v2); delete_fsx (teardown)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
@@ -25,12 +26,18 @@ from pathlib import Path
 
 import pendulum
 from airflow.providers.amazon.aws.operators.athena import AthenaOperator
+from airflow.providers.amazon.aws.operators.cloud_formation import (
+    CloudFormationCreateStackOperator,
+    CloudFormationDeleteStackOperator,
+)
+from airflow.providers.amazon.aws.sensors.cloud_formation import CloudFormationCreateStackSensor
 from airflow.providers.amazon.aws.sensors.s3 import S3KeySensor
 from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, Param, chain, task
 
 from mlscale.datasets.digits import SAMPLE_ZERO
 from mlscale.operators import (
+    BatchMultiNodeTrainingOperator,
     DataQualityOperator,
     FSxDeleteFileSystemOperator,
     FSxLustreStageOperator,
@@ -46,6 +53,7 @@ from mlscale.pipeline.raw_data import arrivals_prefix
 from mlscale.pipeline.steps import clears_prefix_before_each_try
 from mlscale.settings import setting
 from mlscale.specs import (
+    BatchTrainingSpec,
     CompilationSpec,
     DiagnosisSpec,
     EdgeDeploymentSpec,
@@ -82,6 +90,16 @@ RAW_ARRIVALS = Asset(name="mlscale_raw_arrivals", uri=arrivals_prefix(BUCKET), w
 # Fresh training data: downstream DAGs can schedule on it (schedule=[TRAINING_DATA]).
 TRAINING_DATA = Asset(name="mlscale_training_data", uri=f"s3://{BUCKET}/mlscale/etl/")
 LOADER_WORKERS = 1
+# training_backend=batch: the deep-learning cluster as code, one stack per run, created and deleted by the run
+CLUSTER = json.loads(setting("batch_cluster"))
+CLUSTER_TEMPLATE = (INCLUDE / "cloudformation" / "dl_cluster.yaml").read_text()
+METRICS = {
+    "train:loss": r"train_loss=([0-9.]+)",
+    "test:loss": r"test_loss=([0-9.]+)",
+    "test:accuracy": r"test_accuracy=([0-9.]+)",
+    "data:wait_fraction": r"data_wait_fraction=([0-9.]+)",
+}
+HYPERPARAMETERS = {"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.003, "loader-workers": LOADER_WORKERS}
 POLL = {"aws_conn_id": AWS_CONN_ID, "poll_interval": "{{ params.poll_interval }}"}
 
 
@@ -100,7 +118,10 @@ with DAG(
         "instance_type": Param("ml.c5.xlarge", type="string", pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$",
                                description="SageMaker training instance type"),
         "instance_count": Param(2, type="integer", minimum=1, maximum=16,
-                                description="Training instances; more than one trains with DDP"),
+                                description="Training instances (Batch: nodes); more than one trains with DDP"),
+        "training_backend": Param("sagemaker", enum=["sagemaker", "batch"],
+                                  description="Train on SageMaker, or on EC2 as one AWS Batch multi-node job on a "
+                                              "CloudFormation cluster the run creates and deletes"),
         "gpus_per_instance": Param(1, type="integer", minimum=1, maximum=16,
                                    description="For the storage advisor (a CPU instance counts as 1)"),
         "samples_per_second": Param(5000, type="integer", minimum=1,
@@ -235,23 +256,80 @@ with DAG(
             instance_type="{{ params.instance_type }}",
             instance_count="{{ params.instance_count }}",
             distribution="torch_distributed",
-            hyperparameters={"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.003,
-                             "loader-workers": LOADER_WORKERS},  # fmt: skip
+            hyperparameters=HYPERPARAMETERS,
             inputs=channels["inputs"],
             subnets=channels["subnets"],
             security_group_ids=channels["security_group_ids"],
             input_mode=plan["input_mode"],
-            metric_definitions={
-                "train:loss": r"train_loss=([0-9.]+)",
-                "test:loss": r"test_loss=([0-9.]+)",
-                "test:accuracy": r"test_accuracy=([0-9.]+)",
-                "data:wait_fraction": r"data_wait_fraction=([0-9.]+)",
-            },
+            metric_definitions=METRICS,
             max_runtime_seconds=3600,
             tags={"project": "mlscale"},
         ),
         **POLL,
     )
+
+    # -- the EC2 backend: a cluster stack of the run's own, one Batch multi-node job, the stack deleted after --
+
+    @task.branch
+    def choose_backend(params=None) -> str:
+        return "train" if params["training_backend"] == "sagemaker" else "create_cluster"
+
+    backend = choose_backend()
+
+    # No retries: a retry would find its own stack and fail (AlreadyExists); the teardown deletes it either way.
+    create_cluster = CloudFormationCreateStackOperator(
+        task_id="create_cluster", aws_conn_id=AWS_CONN_ID, stack_name=layout["cluster_stack"], retries=0,
+        cloudformation_parameters={
+            "TemplateBody": CLUSTER_TEMPLATE, "Capabilities": ["CAPABILITY_IAM"],
+            "Parameters": [{"ParameterKey": key, "ParameterValue": value}
+                           for key, value in {**CLUSTER, "DataBucket": BUCKET}.items()],
+            "Tags": [{"Key": "project", "Value": "mlscale"}],
+        },
+    )  # fmt: skip
+    wait_for_cluster = CloudFormationCreateStackSensor(task_id="wait_for_cluster", aws_conn_id=AWS_CONN_ID,
+                                                       stack_name=layout["cluster_stack"], poke_interval=5,
+                                                       timeout=3600)  # fmt: skip
+
+    @task(multiple_outputs=True)
+    def cluster_outputs(stack_name: str) -> dict:
+        """The stack's Outputs: the job queue and job definition the training job runs on."""
+        from airflow.providers.amazon.aws.hooks.cloud_formation import CloudFormationHook
+
+        stack = CloudFormationHook(aws_conn_id=AWS_CONN_ID).get_conn().describe_stacks(StackName=stack_name)
+        return {o["OutputKey"]: o["OutputValue"] for o in stack["Stacks"][0].get("Outputs", [])}
+
+    cluster = cluster_outputs(layout["cluster_stack"])
+
+    train_on_batch = BatchMultiNodeTrainingOperator(
+        task_id="train_on_batch",
+        pool=TRAINING_POOL,
+        spec=BatchTrainingSpec(
+            job_queue=cluster["JobQueueArn"],
+            job_definition=cluster["JobDefinitionArn"],
+            entry_point="train.py",
+            source_dir=str(INCLUDE / "training"),
+            output_path=f"s3://{BUCKET}/mlscale/models",
+            node_count="{{ params.instance_count }}",
+            vcpus=int(CLUSTER.get("NodeVcpus", 1)), memory_mib=int(CLUSTER.get("NodeMemoryMiB", 2048)),
+            gpus=int(CLUSTER.get("NodeGpus", 0)),
+            hyperparameters=HYPERPARAMETERS,
+            inputs={"train": layout["shards_uri"], "test": layout["test_uri"]},  # the nodes read S3, not FSx
+            metric_definitions=METRICS,
+            timeout_seconds=3600,
+            tags={"project": "mlscale"},
+        ),
+        **POLL,
+    )
+    # A cluster is billed while its instances run: delete the stack after training, even when it fails.
+    delete_cluster = CloudFormationDeleteStackOperator(task_id="delete_cluster", aws_conn_id=AWS_CONN_ID,
+                                                       stack_name=layout["cluster_stack"])  # fmt: skip
+
+    @task(multiple_outputs=True, trigger_rule="none_failed_min_one_success")
+    def trained(sagemaker: dict | None, batch: dict | None) -> dict:
+        """The model of whichever backend trained it (a skipped task's XCom is None)."""
+        return {**(sagemaker or batch), "backend": "sagemaker" if sagemaker else "batch"}
+
+    model = trained(train.output, train_on_batch.output)
 
     # Scratch file systems are billed while they exist: delete after training, even when it fails.
     delete_fsx = FSxDeleteFileSystemOperator(task_id="delete_fsx", aws_conn_id=AWS_CONN_ID,
@@ -267,7 +345,7 @@ with DAG(
     evaluate = SageMakerBatchEvaluationOperator(
         task_id="evaluate",
         spec=EvaluationSpec(
-            model_artifact=train.output["model_artifact"],
+            model_artifact=model["model_artifact"],
             role_arn=ROLE_ARN,
             image_uri=INFERENCE_IMAGE,
             features_uri=layout["eval_features_uri"],
@@ -289,7 +367,7 @@ with DAG(
     compile_model = SageMakerNeoCompilationOperator(
         task_id="compile",
         spec=CompilationSpec(
-            model_artifact=train.output["model_artifact"],
+            model_artifact=model["model_artifact"],
             role_arn=ROLE_ARN,
             output_uri=layout["compiled_uri"],
             input_shapes={"input0": [1, 64]},  # one flattened 8x8 image, as the endpoint receives it
@@ -336,6 +414,10 @@ with DAG(
     )
 
     verdict = gate(evaluate.output["decision"], evaluate.output["model_package_arn"], evaluate.output["reasons"])
-    chain(layout, wait_for_data, etl, quality, plan, shard, stage_fsx, channels, train, [diagnose, evaluate])
+    chain(layout, wait_for_data, etl, quality, plan, shard, stage_fsx, channels, backend, [train, create_cluster])
+    chain(create_cluster, wait_for_cluster, cluster, train_on_batch)
+    model >> evaluate
+    train >> diagnose
     chain(verdict, compile_model, choose_targets(), [deploy_endpoint, deploy_edge])
-    train >> delete_fsx.as_teardown(setups=stage_fsx)
+    [train, train_on_batch] >> delete_fsx.as_teardown(setups=stage_fsx)
+    train_on_batch >> delete_cluster.as_teardown(setups=create_cluster)

@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
             # the emulator keeps the endpoint from the last demo, so this one updates it: bake briefly, not 300 s
             conf.setdefault("bake_seconds", DEMO_BAKE_SECONDS)
             result = run_dag(repo / "dags" / "mlscale_pipeline.py", "mlscale_pipeline", conf)
+            result["cluster_stack"] = _stack_status(config, result["xcoms"])
         result["produced"] = produced
     finally:
         if emulator_started:
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def print_summary(result: dict, wall_seconds: float) -> None:
     xcoms = result["xcoms"]
-    train = xcoms.get("train") or {}
+    train = xcoms.get("trained") or xcoms.get("train") or {}
     metrics = train.get("final_metrics", {})
     plan = xcoms.get("plan_shards") or {}
     etl, storage, shards = plan.get("etl", {}), plan.get("storage", {}), plan.get("shards", {})
@@ -91,12 +92,10 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  FSx for Lustre   {_fsx_line(xcoms.get('stage_fsx'), plan)}",
         f"  shards           {shards.get('shards', '-')} x ~{shards.get('records_per_shard', '-')} records "
         f"(~{shards.get('bytes_per_shard', 0) / 1e6:.2f} MB): {shards.get('reason', '-')}",
-        f"  training job     {train.get('job_name', '-')}",
-        f"  instances        {train.get('instance_count', '-')} x {train.get('instance_type', '-')}",
+        *_training_lines(train, xcoms.get("plan_run") or {}, result.get("cluster_stack")),
         f"  test accuracy    {metrics.get('test:accuracy', '-')}",
         f"  model artifact   {train.get('model_artifact', '-')}",
-        f"  billable seconds {train.get('billable_seconds', '-')}",
-        f"  diagnosis        {_diagnosis_line(xcoms.get('diagnose'))}",
+        f"  diagnosis        {_diagnosis_line(xcoms.get('diagnose'), train)}",
         f"  evaluation       {_evaluation_line(xcoms.get('evaluate'))}",
         f"  compiled (Neo)   {_compile_line(xcoms.get('compile'), xcoms.get('evaluate'))}",
         f"  endpoint         {_endpoint_line(xcoms.get('deploy_endpoint'))}",
@@ -104,6 +103,32 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  wall time        {wall_seconds:.1f} s",
     ]
     print("\n".join(lines))
+
+
+def _stack_status(config, xcoms: dict) -> str | None:
+    """training_backend=batch: the run's cluster stack now (its teardown deleted it, or not)."""
+    stack = (xcoms.get("plan_run") or {}).get("cluster_stack")
+    if (xcoms.get("trained") or {}).get("backend") != "batch" or not stack:
+        return None
+    from mlscale.emulator import control
+
+    try:
+        return control.client(config, "cloudformation").describe_stacks(StackName=stack)["Stacks"][0]["StackStatus"]
+    except Exception as error:  # noqa: BLE001 - a deleted stack is not found by name
+        return "DELETE_COMPLETE" if "does not exist" in str(error) else f"unknown ({error})"
+
+
+def _training_lines(train: dict, layout: dict, stack_status: str | None) -> list[str]:
+    if train.get("backend") == "batch":
+        return [f"  training backend batch: AWS Batch multi-node job on stack {layout.get('cluster_stack', '-')} "
+                f"(now {stack_status or '-'})",
+                f"  training job     {train.get('job_name', '-')} (job id {train.get('job_id', '-')})",
+                f"  nodes            {train.get('node_count', '-')} ({train.get('attempts', '-')} attempt(s), "
+                f"{train.get('seconds', '-')} s)"]  # fmt: skip
+    return [f"  training backend {train.get('backend', 'sagemaker')}",
+            f"  training job     {train.get('job_name', '-')}",
+            f"  instances        {train.get('instance_count', '-')} x {train.get('instance_type', '-')}",
+            f"  billable seconds {train.get('billable_seconds', '-')}"]  # fmt: skip
 
 
 def _raw_line(produced: dict) -> str:
@@ -150,9 +175,10 @@ def _evaluation_line(evaluation: dict | None) -> str:
             f"\n                   model package {evaluation['model_package_arn']}")
 
 
-def _diagnosis_line(diagnosis: dict | None) -> str:
+def _diagnosis_line(diagnosis: dict | None, train: dict) -> str:
     if not diagnosis:
-        return "-"
+        # the diagnosis reads SageMaker's per-instance utilisation (/aws/sagemaker/TrainingJobs)
+        return "skipped: a Batch job publishes no SageMaker utilisation metrics" if train.get("backend") == "batch" else "-"
     line = f"{diagnosis['verdict']} ({'; '.join(diagnosis['reasons'])})"
     stats = diagnosis.get("stats") or {}
     if stats:

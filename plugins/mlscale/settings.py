@@ -24,6 +24,13 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "arrivals_queue_url": ("https://sqs.us-east-1.amazonaws.com/123456789012/mlscale-raw-arrivals",
                            "The SQS queue the bucket's S3 event notifications for new raw data go to; the "
                            "pipeline's asset watcher reads it (the emulator accepts this URL as it is)."),
+    "batch_cluster": ('{"InstanceType": "c5.xlarge", "NodeVcpus": "1", "NodeMemoryMiB": "2048", "NodeGpus": "0", '
+                      '"MaxvCpus": "16"}',
+                      "training_backend=batch: the CloudFormation parameters of the deep-learning cluster "
+                      "(include/cloudformation/dl_cluster.yaml), JSON; each node's job asks for its NodeVcpus, "
+                      "NodeMemoryMiB and NodeGpus. On AWS e.g. {\"InstanceType\": \"p4d.24xlarge\", \"NodeVcpus\": "
+                      "\"96\", \"NodeMemoryMiB\": \"1100000\", \"NodeGpus\": \"8\", \"EnableEfa\": \"true\", "
+                      "\"MaxvCpus\": \"384\"}."),
     "training_pool": ("mlscale_training", "The Airflow pool that bounds concurrent training jobs (account quotas)."),
 }
 

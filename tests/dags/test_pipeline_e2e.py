@@ -16,11 +16,13 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["choose_targets", "compile", "delete_fsx", "deploy_edge", "deploy_endpoint",
-                                    "diagnose", "etl", "evaluate", "gate", "plan_run", "plan_shards", "quality",
-                                    "shard", "stage_fsx", "train", "training_inputs", "wait_for_data"]  # fmt: skip
+    assert sorted(dag.task_ids) == ["choose_backend", "choose_targets", "cluster_outputs", "compile", "create_cluster",
+                                    "delete_cluster", "delete_fsx", "deploy_edge", "deploy_endpoint", "diagnose",
+                                    "etl", "evaluate", "gate", "plan_run", "plan_shards", "quality", "shard",
+                                    "stage_fsx", "train", "train_on_batch", "trained", "training_inputs",
+                                    "wait_for_cluster", "wait_for_data"]  # fmt: skip
     assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
-    assert dag.get_task("compile").upstream_task_ids == {"gate", "train", "plan_run"}
+    assert dag.get_task("compile").upstream_task_ids == {"gate", "trained", "plan_run"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert [a.name for a in dag.get_task("etl").outlets] == ["mlscale_training_data"]  # downstream DAGs schedule on it
     assert dag.get_task("delete_fsx").is_teardown
@@ -28,8 +30,34 @@ def test_dag_parses_with_its_params_form():
     assert dag.get_task("wait_for_data").upstream_task_ids == {"plan_run"}
     assert dag.get_task("etl").upstream_task_ids == {"wait_for_data"}
     assert dag.get_task("plan_shards").upstream_task_ids == {"quality", "plan_run"}
-    assert dag.get_task("train").upstream_task_ids == {"training_inputs", "plan_shards"}
+    assert dag.get_task("train").upstream_task_ids == {"training_inputs", "plan_shards", "choose_backend"}
     assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx", "plan_run"}
+
+
+def test_the_ec2_backend_trains_on_a_cluster_stack_the_run_creates_and_deletes():
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.providers.amazon.aws.operators.cloud_formation import (
+        CloudFormationCreateStackOperator,
+        CloudFormationDeleteStackOperator,
+    )
+    from airflow.providers.amazon.aws.sensors.cloud_formation import CloudFormationCreateStackSensor
+
+    dag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"]
+    assert dag.params["training_backend"] == "sagemaker"
+    branch = dag.get_task("choose_backend")
+    assert branch.downstream_task_ids == {"train", "create_cluster"}
+    assert branch.python_callable(params={"training_backend": "batch"}) == "create_cluster"
+    assert branch.python_callable(params={"training_backend": "sagemaker"}) == "train"
+    assert isinstance(dag.get_task("create_cluster"), CloudFormationCreateStackOperator)
+    assert isinstance(dag.get_task("wait_for_cluster"), CloudFormationCreateStackSensor)
+    delete = dag.get_task("delete_cluster")
+    assert isinstance(delete, CloudFormationDeleteStackOperator) and delete.is_teardown
+    assert delete.upstream_task_ids == {"create_cluster", "train_on_batch", "plan_run"}
+    assert dag.get_task("create_cluster").upstream_task_ids == {"choose_backend", "plan_run"}
+    assert dag.get_task("train_on_batch").upstream_task_ids == {"cluster_outputs", "plan_run"}
+    assert dag.get_task("trained").upstream_task_ids == {"train", "train_on_batch"}
+    assert dag.get_task("trained").trigger_rule == "none_failed_min_one_success"
+    assert dag.get_task("diagnose").upstream_task_ids == {"train"}  # SageMaker's utilisation metrics only
 
 
 def test_the_pipeline_starts_on_new_data_and_weekly_and_waits_for_its_window():
@@ -120,6 +148,22 @@ def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_i
 
 
 @pytest.mark.e2e
+def test_training_on_aws_batch_uses_two_nodes_and_deletes_its_cluster(tmp_path):
+    summary = run_demo(tmp_path, '{"training_backend": "batch", "deploy_target": "endpoint", "records_per_day": 3000}')
+    assert re.search(r"DAG run\s+\S+: success", summary)
+    # the run created its CloudFormation cluster, trained on it as one 2-node Batch job, and deleted it
+    assert re.search(r"training backend batch: AWS Batch multi-node job on stack mlscale-cluster-\S+ \(now DELETE_COMPLETE\)",
+                     summary)  # fmt: skip
+    assert re.search(r"training job\s+\S+ \(job id [0-9a-f-]{36}\)", summary)
+    assert re.search(r"nodes\s+2 \(1 attempt\(s\)", summary)
+    assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.95
+    assert re.search(r"diagnosis\s+skipped: a Batch job publishes no SageMaker utilisation metrics", summary)
+    # the stages after training are the same ones
+    assert re.search(r"evaluation\s+accuracy 0\.9\d+, .+; gate: Approved", summary)
+    assert re.search(r"endpoint\s+mlscale-digits InService .+; predicts 0 for the sample \(a 0\)", summary)
+
+
+@pytest.mark.e2e
 def test_a_rejected_model_reaches_no_deployment(tmp_path):
     summary = run_demo(tmp_path, '{"epochs": 1, "min_accuracy": 0.9999, "deploy_target": "edge", "records_per_day": 1000}')
     assert re.search(r"DAG run\s+\S+: success", summary)
@@ -147,6 +191,6 @@ def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
     source = (REPO / "dags" / "mlscale_pipeline.py").read_text()
     assert "xcom_pull" not in source and "sys.path" not in source and "os.environ" not in source
     dag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"]
-    assert dag.get_task("evaluate").upstream_task_ids == {"train", "plan_run"}
+    assert dag.get_task("evaluate").upstream_task_ids == {"trained", "plan_run"}
     assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
     assert not dag.render_template_as_native_obj  # the specs convert rendered strings themselves

@@ -137,6 +137,14 @@ def connection_uri(config: EmulatorSettings, region: str = "us-east-1") -> str:
     )
 
 
+def client(config: EmulatorSettings, service: str, region: str = "us-east-1"):
+    """A boto3 client of the emulator at `config` (test credentials: the emulator checks none)."""
+    import boto3
+
+    return boto3.client(service, endpoint_url=config.endpoint_url, region_name=region,
+                        aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+
+
 def provision_edge_fleet(config: EmulatorSettings, group: str = "mlscale-edge-fleet", count: int = 3,
                          architecture: str = "amd64", region: str = "us-east-1") -> list[str]:  # fmt: skip
     """Register simulated Greengrass core devices: IoT things (greengrass=core) in a thing group.
@@ -144,10 +152,7 @@ def provision_edge_fleet(config: EmulatorSettings, group: str = "mlscale-edge-fl
     On AWS, devices register themselves when their nucleus starts; on the
     emulator this is that step. Idempotent.
     """
-    import boto3
-
-    iot = boto3.client("iot", endpoint_url=config.endpoint_url, region_name=region,
-                       aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    iot = client(config, "iot", region)
     try:
         iot.create_thing_group(thingGroupName=group)
     except iot.exceptions.ResourceAlreadyExistsException:
@@ -170,19 +175,13 @@ def provision_arrivals(config: EmulatorSettings, region: str = "us-east-1") -> s
     arrives (the `[mlscale]` settings name the bucket and the queue); the queue's ARN. Idempotent.
 
     On AWS these are infrastructure, created once (the README gives the AWS CLI commands)."""
-    import boto3
-
     from mlscale.pipeline.raw_data import arrivals_prefix, ensure_arrival_notifications
     from mlscale.settings import setting
 
-    def client(service: str):
-        return boto3.client(service, endpoint_url=config.endpoint_url, region_name=region,
-                            aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
-
-    s3, bucket = client("s3"), setting("bucket")
+    s3, bucket = client(config, "s3", region), setting("bucket")
     try:
         s3.create_bucket(Bucket=bucket)
     except s3.exceptions.BucketAlreadyOwnedByYou:
         pass
-    return ensure_arrival_notifications(s3, client("sqs"), bucket, arrivals_prefix(bucket),
+    return ensure_arrival_notifications(s3, client(config, "sqs", region), bucket, arrivals_prefix(bucket),
                                         setting("arrivals_queue_url"))  # fmt: skip

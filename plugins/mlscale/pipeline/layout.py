@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any
 
-from mlscale.naming import run_slug
+from mlscale.naming import resource_name, run_slug
 
 
 def training_window(start, end, run_after, days: int = 7, arrived: list[date] | None = None):
@@ -49,6 +49,8 @@ def run_layout(bucket: str, run_id: str, start, end) -> dict[str, Any]:
         "eval_labels_uri": f"{run}/eval/labels/",
         "evaluation_uri": f"{run}/evaluation/",
         "compiled_uri": f"{run}/compiled/",
+        # training_backend=batch: the run's own cluster stack (CloudFormation names: letters, digits, '-')
+        "cluster_stack": resource_name("mlscale", "cluster", run_id),
     }
 
 

@@ -71,9 +71,13 @@ def render(record: RunRecord, artifact: Callable[[str], str]) -> str:
                   f"<p><a href='{_e(artifact(quality.get('report_uri')))}'>full report</a></p>"]  # fmt: skip
     if train:
         metrics = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in train.get("final_metrics", {}).items())
-        parts += [f"<h2>Training: {_e(train.get('job_name'))}</h2>",
-                  f"<p>{_e(train.get('instance_count'))} x {_e(train.get('instance_type'))}, "
-                  f"{_e(train.get('billable_seconds'))} billable seconds</p><table>{metrics}</table>"]  # fmt: skip
+        if "node_count" in train:  # an AWS Batch multi-node job
+            where = (f"AWS Batch job {_e(train.get('job_id'))}: {_e(train.get('node_count'))} nodes, "
+                     f"{_e(train.get('attempts'))} attempt(s), {_e(train.get('seconds'))} s")  # fmt: skip
+        else:
+            where = (f"{_e(train.get('instance_count'))} x {_e(train.get('instance_type'))}, "
+                     f"{_e(train.get('billable_seconds'))} billable seconds")  # fmt: skip
+        parts += [f"<h2>Training: {_e(train.get('job_name'))}</h2>", f"<p>{where}</p><table>{metrics}</table>"]
         if record.curves:
             from mlscale.ui.curves import svg_line
 
