@@ -1,5 +1,7 @@
 """The Amazon provider's own SageMaker hook sees the same emulator behaviour as mlscale's operator."""
 
+import os
+
 import pytest
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from airflow.sdk.exceptions import AirflowException
@@ -66,3 +68,38 @@ def test_the_providers_deferrable_training_operator(emulator, clients):
     assert event["status"] == "success", event
     result = operator.execute_complete({}, event)
     assert result["Training"]["TrainingJobStatus"] == "Completed"
+
+
+def test_the_providers_batch_operator_deferred_and_the_aws_cli_on_a_multi_node_job(emulator):
+    """The provider's BatchOperator (deferrable, BatchJobTrigger) and the AWS CLI drive the emulator's Batch."""
+    import json
+    import shutil
+    import subprocess
+    import uuid
+
+    from airflow.providers.amazon.aws.operators.batch import BatchOperator
+    from airflow.sdk.exceptions import TaskDeferred
+
+    from tests.conftest import batch_cluster
+
+    cluster = batch_cluster(emulator.endpoint_url, f"provider-{uuid.uuid4().hex[:6]}", 4,
+                            ["python", "-c", "import os; print('node', os.environ['AWS_BATCH_JOB_NODE_INDEX'])"])  # fmt: skip
+    operator = BatchOperator(task_id="provider_batch", job_name="provider-mnp", job_queue=cluster["queue"],
+                             job_definition=cluster["definition"], deferrable=True, poll_interval=1,
+                             node_overrides={"numNodes": 2})  # fmt: skip
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({"ti": None})
+    event = run_provider_trigger(deferred.value.trigger)
+    assert event["status"] == "success", event
+    job_id = operator.execute_complete({}, event)
+    job = cluster["batch"].describe_jobs(jobs=[job_id])["jobs"][0]
+    assert job["status"] == "SUCCEEDED" and job["nodeProperties"]["numNodes"] == 2
+
+    if shutil.which("aws"):
+        cli = subprocess.run(["aws", "batch", "describe-jobs", "--jobs", f"{job_id}#1", "--endpoint-url",
+                              emulator.endpoint_url, "--region", "us-east-1", "--output", "json"],
+                             capture_output=True, text=True, env={**os.environ, "AWS_ACCESS_KEY_ID": "testing",
+                                                                  "AWS_SECRET_ACCESS_KEY": "testing"})  # fmt: skip
+        assert cli.returncode == 0, cli.stderr
+        node = json.loads(cli.stdout)["jobs"][0]
+        assert node["nodeDetails"] == {"nodeIndex": 1, "isMainNode": False} and node["container"]["exitCode"] == 0
