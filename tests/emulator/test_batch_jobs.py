@@ -169,6 +169,13 @@ def test_state_changes_reach_an_sns_topic_through_an_eventbridge_rule(cluster):
     assert statuses == ["PENDING", "RUNNABLE", "STARTING", "RUNNING", "SUCCEEDED"]
 
 
+def test_a_container_that_cannot_start_fails_the_job_with_the_reason(cluster):
+    job = wait_for(cluster["batch"], submit(cluster, ["no-such-program-here"]), ("SUCCEEDED", "FAILED"))
+    assert job["status"] == "FAILED" and job["statusReason"].startswith("CannotStartContainerError: ")
+    main = cluster["batch"].describe_jobs(jobs=[f"{job['jobId']}#0"])["jobs"][0]
+    assert "no-such-program-here" in main["container"]["reason"]
+
+
 def test_bad_submissions_are_refused_with_the_rule(cluster):
     from botocore.exceptions import ClientError
 

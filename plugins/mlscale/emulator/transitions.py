@@ -44,9 +44,10 @@ ATHENA_QUERY: Table = {"QUEUED": ("RUNNING", "FAILED", "CANCELLED"), "RUNNING": 
 GLUE_JOB_RUN: Table = {"STARTING": ("RUNNING", "FAILED", "STOPPING"),
                        "RUNNING": ("SUCCEEDED", "FAILED", "TIMEOUT", "STOPPING"), "STOPPING": ("STOPPED",)}  # fmt: skip
 # AWS Batch's job states (https://docs.aws.amazon.com/batch/latest/userguide/job_states.html); a failed attempt
-# that its retryStrategy retries goes back to RUNNABLE; CancelJob and TerminateJob end any state FAILED.
+# that its retryStrategy retries goes back to RUNNABLE (from STARTING: its container could not start);
+# CancelJob and TerminateJob end any state FAILED.
 BATCH_JOB: Table = {"SUBMITTED": ("PENDING", "FAILED"), "PENDING": ("RUNNABLE", "FAILED"),
-                    "RUNNABLE": ("STARTING", "FAILED"), "STARTING": ("RUNNING", "FAILED"),
+                    "RUNNABLE": ("STARTING", "FAILED"), "STARTING": ("RUNNING", "FAILED", "RUNNABLE"),
                     "RUNNING": ("SUCCEEDED", "FAILED", "RUNNABLE")}  # fmt: skip
 
 

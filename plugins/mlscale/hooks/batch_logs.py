@@ -19,6 +19,7 @@ class BatchLogTail:
         self.hook, self.job_id, self.since_ms = hook, job_id, since_ms or 0
         self.tokens: dict[str, str | None] = {}  # stream -> next forward token
         self.labels: dict[str, str] = {}  # stream -> "node-<index>"
+        self.attempts = 0  # a retried attempt's nodes write to new streams
 
     def _discover(self, description: dict) -> None:
         nodes = (description.get("nodeProperties") or {}).get("numNodes")
@@ -27,8 +28,10 @@ class BatchLogTail:
             if stream:
                 self.labels.setdefault(stream, "node-0")
             return
-        if len(self.labels) >= nodes:
+        attempts = len(description.get("attempts") or [])
+        if len(self.labels) >= nodes * max(1, attempts) and attempts == self.attempts:
             return
+        self.attempts = attempts
         ids = [f"{self.job_id}#{index}" for index in range(nodes)]
         for start in range(0, len(ids), 100):  # DescribeJobs takes at most 100 ids
             for node in self.hook.conn.describe_jobs(jobs=ids[start : start + 100])["jobs"]:

@@ -179,7 +179,8 @@ class BatchTrainingSpec:
 # Fetch and run: the node downloads the source archive and starts mlscale's node launcher from it.
 BOOTSTRAP = ("import os, sys, tarfile, boto3; b, _, k = os.environ['MLSCALE_SOURCEDIR'][5:].partition('/'); "
              "boto3.client('s3').download_file(b, k, 'sourcedir.tar.gz'); "
-             "tarfile.open('sourcedir.tar.gz').extractall('code'); "
+             "t = tarfile.open('sourcedir.tar.gz'); "
+             "t.extractall('code', **({'filter': 'data'} if hasattr(tarfile, 'data_filter') else {})); "
              "os.execv(sys.executable, [sys.executable, 'code/mlscale_batch_node.py'])")  # fmt: skip
 LAUNCHER = "mlscale_batch_node.py"
 

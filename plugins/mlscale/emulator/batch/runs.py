@@ -147,15 +147,21 @@ class BatchRun:
                 shippers.append(shipper)
                 cwd = work / f"node-{index}"
                 cwd.mkdir(parents=True, exist_ok=True)
-                command = _command(job, container)
-                record["command"] = command
-                process, _tail = launch(command, cwd=cwd, env=self._environment(attempt, index, environment,
-                                        container), on_line=shipper.write)  # fmt: skip
+                try:
+                    command = _command(job, container)
+                    process, _tail = launch(command, cwd=cwd, env=self._environment(attempt, index, environment,
+                                            container), on_line=shipper.write)  # fmt: skip
+                except (ValueError, OSError) as error:  # no command, or one that cannot start
+                    record.update(status="FAILED", reason=f"CannotStartContainerError: {error}", stoppedAt=now_ms())
+                    outcome = {"succeeded": False, "exit_code": None, "reason": f"CannotStartContainerError: {error}",
+                               "node_reason": str(error)}  # fmt: skip
+                    break
                 processes[index] = process
                 record.update(status="RUNNING", startedAt=now_ms())
                 if index == main:
                     self._set("RUNNING")
-            outcome = self._wait(processes, records, main)
+            else:
+                outcome = self._wait(processes, records, main)
         finally:
             for process in processes.values():
                 stop_process_group(process, STOP_GRACE_SECONDS)
@@ -233,7 +239,7 @@ def _command(job: Any, container: dict[str, Any]) -> list[str]:
     for name, value in (job.parameters or {}).items():
         command = [part.replace(f"Ref::{name}", str(value)) for part in command]
     if not command:
-        raise ValueError("the container has no command: the emulator does not run images' entry points")
+        raise ValueError("the container has no command (the emulator runs no image's own entry point)")
     if os.path.basename(command[0]) in ("python", "python3", f"python3.{sys.version_info.minor}"):
         command[0] = sys.executable
     return command

@@ -106,7 +106,9 @@ def _container(container: dict[str, Any], record: dict[str, Any]) -> dict[str, A
     for key in ("exitCode", "logStreamName", "taskArn"):
         if record.get(key) is not None:
             details[key] = record[key]
-    if record.get("exitCode") not in (None, 0):
+    if record.get("reason"):
+        details["reason"] = record["reason"]
+    elif record.get("exitCode") not in (None, 0):
         details["reason"] = f"exit code {record['exitCode']}"
     return details
 
