@@ -6,7 +6,8 @@
         -> stage_fsx (FSx for Lustre, only when the advisor says so) -> choose_backend
         -> train (SageMaker, DDP) -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
            or create_cluster (CloudFormation) -> train_on_batch (AWS Batch multi-node, DDP); delete_cluster
-        -> trained -> evaluate (Batch Transform, metrics, model registry) -> gate -> compile (Neo)
+        -> trained -> evaluate (Batch Transform, metrics, model registry) -> gate
+        -> approve (gate_mode=manual: a person in the Airflow UI) -> compile (Neo)
         -> choose_targets -> deploy_endpoint and/or deploy_edge (Greengrass v2); delete_fsx (teardown)
 
 Runs against AWS or the local emulator: only the `aws_default` connection
@@ -42,6 +43,7 @@ from mlscale.operators import (
     FSxDeleteFileSystemOperator,
     FSxLustreStageOperator,
     GreengrassEdgeDeployOperator,
+    ModelApprovalOperator,
     SageMakerBatchEvaluationOperator,
     SageMakerEndpointDeployOperator,
     SageMakerNeoCompilationOperator,
@@ -132,6 +134,12 @@ with DAG(
                          description="Data-quality thresholds; a failed check stops the run"),
         "min_accuracy": Param(0.9, type="number", minimum=0, maximum=1,
                               description="Quality gate: held-out accuracy a model needs to be approved"),
+        "gate_mode": Param("auto", enum=["auto", "manual"],
+                           description="auto: the gate's checks decide. manual: a model that passes them waits "
+                                       "(PendingManualApproval) for a person to approve it in the Airflow UI"),
+        "approval_minutes": Param(24 * 60, type="integer", minimum=1, maximum=7 * 24 * 60,
+                                  description="gate_mode=manual: how long to wait for an answer; then the model "
+                                              "stays pending and nothing is deployed"),
         "champion_tolerance": Param(0.01, type="number", minimum=0, maximum=1,
                                     description="Quality gate: how much worse than the approved champion is tolerated"),
         "target_device": Param("ml_c5", type="string",
@@ -354,15 +362,25 @@ with DAG(
             model_package_group="mlscale-digits",
             min_value="{{ params.min_accuracy }}",
             champion_tolerance="{{ params.champion_tolerance }}",
+            manual_approval="{{ params.gate_mode == 'manual' }}",
         ),
         **POLL,
     )
 
     @task.short_circuit
     def gate(decision: str, model_package_arn: str, reasons: list) -> bool:
-        """Only an Approved model goes on: everything downstream (deployment) is skipped otherwise."""
+        """A Rejected model stops here: everything downstream (deployment) is skipped. A model waiting for a
+        person (gate_mode=manual) goes on to `approve`."""
         print(f"model package {model_package_arn}: {decision}; " + "; ".join(reasons))
-        return decision == "Approved"
+        return decision in ("Approved", "PendingManualApproval")
+
+    approve = ModelApprovalOperator(
+        task_id="approve",
+        aws_conn_id=AWS_CONN_ID,
+        model_package_arn=evaluate.output["model_package_arn"],
+        evaluation=evaluate.output,
+        response_timeout_minutes="{{ params.approval_minutes }}",
+    )
 
     compile_model = SageMakerNeoCompilationOperator(
         task_id="compile",
@@ -418,6 +436,6 @@ with DAG(
     chain(create_cluster, wait_for_cluster, cluster, train_on_batch)
     model >> evaluate
     train >> diagnose
-    chain(verdict, compile_model, choose_targets(), [deploy_endpoint, deploy_edge])
+    chain(verdict, approve, compile_model, choose_targets(), [deploy_endpoint, deploy_edge])
     [train, train_on_batch] >> delete_fsx.as_teardown(setups=stage_fsx)
     train_on_batch >> delete_cluster.as_teardown(setups=create_cluster)

@@ -16,13 +16,14 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["choose_backend", "choose_targets", "cluster_outputs", "compile", "create_cluster",
+    assert sorted(dag.task_ids) == ["approve", "choose_backend", "choose_targets", "cluster_outputs", "compile", "create_cluster",
                                     "delete_cluster", "delete_fsx", "deploy_edge", "deploy_endpoint", "diagnose",
                                     "etl", "evaluate", "gate", "plan_run", "plan_shards", "quality", "shard",
                                     "stage_fsx", "train", "train_on_batch", "trained", "training_inputs",
                                     "wait_for_cluster", "wait_for_data"]  # fmt: skip
     assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
-    assert dag.get_task("compile").upstream_task_ids == {"gate", "trained", "plan_run"}
+    assert dag.get_task("compile").upstream_task_ids == {"approve", "trained", "plan_run"}
+    assert dag.get_task("approve").upstream_task_ids == {"gate", "evaluate"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert [a.name for a in dag.get_task("etl").outlets] == ["mlscale_training_data"]  # downstream DAGs schedule on it
     assert dag.get_task("delete_fsx").is_teardown
@@ -173,7 +174,7 @@ def test_a_rejected_model_reaches_no_deployment(tmp_path):
     assert re.search(r"endpoint\s+-\n", summary) and re.search(r"edge devices\s+-\n", summary)
 
 
-def test_the_gate_lets_only_an_approved_model_through():
+def test_the_gate_stops_a_rejected_model_and_lets_a_pending_one_reach_a_person():
     """The gate is a short-circuit: when it returns False, Airflow skips everything downstream of it."""
     from airflow.dag_processing.dagbag import DagBag
     from airflow.providers.standard.operators.python import ShortCircuitOperator
@@ -182,7 +183,8 @@ def test_the_gate_lets_only_an_approved_model_through():
     assert isinstance(gate, ShortCircuitOperator)
     assert gate.python_callable("Approved", "arn:pkg/1", []) is True
     assert gate.python_callable("Rejected", "arn:pkg/1", ["accuracy 0.5 is below"]) is False
-    assert gate.python_callable("PendingManualApproval", "arn:pkg/1", []) is False
+    # a model waiting for a person goes on to `approve`, which asks (gate_mode=manual)
+    assert gate.python_callable("PendingManualApproval", "arn:pkg/1", []) is True
 
 
 def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():

@@ -158,3 +158,49 @@ def test_trigger_the_producer_from_its_form(airflow_stack, live_arrival, page):
     s3 = emulator_client(stack, "s3")
     notices = s3.list_objects_v2(Bucket="mlscale-demo", Prefix="mlscale/raw/_arrivals/")["Contents"]
     assert len(notices) == 1  # still only the live run's: no second pipeline run is coming
+
+
+def test_a_person_approves_the_model_in_the_ui_and_it_is_deployed(airflow_stack, live_arrival, page):
+    """gate_mode=manual through the real scheduler: the approve task waits (awaiting_input) with its question in
+    the HITL REST API; a person presses Approve on its Required Actions page; the package becomes Approved and
+    the deployment runs."""
+    import time
+
+    stack = airflow_stack
+    conf = {"gate_mode": "manual", "approval_minutes": 30, "deploy_target": "endpoint", "bake_seconds": 5,
+            "champion_tolerance": 1.0}  # fmt: skip
+    run_id = stack.trigger(DAG_ID, conf)
+    deadline = time.monotonic() + 900
+    while (state := stack.task_states(run_id).get("approve", {}).get("state")) != "awaiting_input":
+        assert state not in ("failed", "skipped", "upstream_failed"), stack.failure_report([run_id])
+        assert time.monotonic() < deadline, f"approve is {state}, not awaiting input"
+        time.sleep(2)
+    with stack.api() as api:
+        detail = api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/approve/-1/hitlDetails"
+                         ).raise_for_status().json()  # fmt: skip
+    assert detail["options"] == ["Approve", "Reject"] and detail["response_received"] is False
+    assert "passed the automatic checks" in detail["body"] and "/mlscale/run?dag_id=" in detail["body"]
+    package = detail["subject"].split("(", 1)[1].rstrip(")")  # mlscale-digits/<version>
+    sagemaker = emulator_client(stack, "sagemaker")
+    arn = next(p["ModelPackageArn"] for p in sagemaker.list_model_packages(ModelPackageGroupName="mlscale-digits",
+                                                                           MaxResults=100)["ModelPackageSummaryList"]
+               if p["ModelPackageArn"].endswith(package))  # fmt: skip
+    assert sagemaker.describe_model_package(ModelPackageName=arn)["ModelApprovalStatus"] == "PendingManualApproval"
+
+    sign_in(page, stack)
+    page.goto(f"{stack.url}/dags/{DAG_ID}/runs/{urllib.parse.quote(run_id)}/tasks/approve/required_actions")
+    approve = page.get_by_role("button", name="Approve")
+    approve.wait_for()
+    shot(page, "07-required-action")
+    approve.click()
+    finished = stack.wait_for_runs([run_id], timeout=600)[run_id]
+    assert finished["state"] == "success", stack.failure_report([run_id])
+    states = {task: ti["state"] for task, ti in stack.task_states(run_id).items()}
+    assert states["approve"] == "success" and states["compile"] == "success"
+    assert states["deploy_endpoint"] == "success" and states["deploy_edge"] == "skipped"
+    assert stack.xcom(run_id, "approve")["decision"] == "Approved"
+    described = sagemaker.describe_model_package(ModelPackageName=arn)
+    assert described["ModelApprovalStatus"] == "Approved" and described["ApprovalDescription"].startswith("Approved by ")
+    page.goto(f"{stack.url}/dags/{DAG_ID}/runs/{urllib.parse.quote(run_id)}")
+    page.wait_for_load_state("networkidle")
+    shot(page, "08-approved-run")

@@ -1,5 +1,6 @@
 """mlscale's operators, one per pipeline stage."""
 
+from mlscale.operators.approval import ModelApprovalOperator
 from mlscale.operators.batch import BatchMultiNodeTrainingOperator
 from mlscale.operators.compilation import SageMakerNeoCompilationOperator
 from mlscale.operators.diagnosis import TrainingDiagnosisOperator
@@ -17,6 +18,7 @@ __all__ = [
     "FSxDeleteFileSystemOperator",
     "FSxLustreStageOperator",
     "GreengrassEdgeDeployOperator",
+    "ModelApprovalOperator",
     "SageMakerBatchEvaluationOperator",
     "SageMakerEndpointDeployOperator",
     "SageMakerNeoCompilationOperator",

@@ -1,0 +1,101 @@
+"""A person at the gate: a model package that passed the automatic checks waits for Approve or Reject in the UI.
+
+Airflow 3's human-in-the-loop ApprovalOperator (the standard provider's) asks; this one says what is being
+approved (the evaluation's metrics and reasons, a link to the mlscale run view) and writes the answer to the
+model registry: Approve -> the package becomes Approved and deployment goes on; Reject -> Rejected and the
+deployment tasks are skipped; no answer before the response timeout -> the package stays
+PendingManualApproval and deployment is skipped (nobody approved it). A package the gate already approved
+(automatic mode) goes straight through: nobody is asked.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.standard.operators.hitl import ApprovalOperator
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+PENDING = "PendingManualApproval"
+
+
+class ModelApprovalOperator(ApprovalOperator):
+    """Ask a person to approve a registered model package (PendingManualApproval) before it is deployed.
+
+    :param model_package_arn: the package the evaluation registered (`evaluate.output["model_package_arn"]`).
+    :param evaluation: the evaluation's XCom (metrics, reasons), shown to the person who decides.
+    :param response_timeout_minutes: how long to wait for an answer (templated; default a day).
+    :param aws_conn_id: the connection the model registry is reached on.
+
+    XCom: `decision` (Approved, Rejected or PendingManualApproval), `model_package_arn`, `responded_by`.
+    """
+
+    template_fields: Sequence[str] = (*ApprovalOperator.template_fields, "model_package_arn", "evaluation",
+                                      "response_timeout_minutes")  # fmt: skip
+    ui_color = "#fff2cc"
+
+    def __init__(self, *, model_package_arn: str, evaluation: dict | None = None,
+                 response_timeout_minutes: int | str = 24 * 60, aws_conn_id: str | None = "aws_default",
+                 region_name: str | None = None, **kwargs: Any):  # fmt: skip
+        kwargs.setdefault("subject", "Deploy this model?")
+        super().__init__(**kwargs)
+        self.model_package_arn, self.evaluation = model_package_arn, evaluation
+        self.response_timeout_minutes = response_timeout_minutes
+        self.aws_conn_id, self.region_name = aws_conn_id, region_name
+
+    def _sagemaker(self):
+        from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
+
+        return SageMakerHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name).conn
+
+    def execute(self, context: Context) -> Any:
+        status = self._sagemaker().describe_model_package(ModelPackageName=self.model_package_arn)["ModelApprovalStatus"]
+        if status != PENDING:
+            self.log.info("Model package %s is %s: nobody needs to approve it.", self.model_package_arn, status)
+            return self._result(status, None)
+        minutes = int(self.response_timeout_minutes)
+        if minutes < 1:
+            raise ValueError(f"response_timeout_minutes: must be at least 1 (got {minutes})")
+        self.response_timeout = timedelta(minutes=minutes)
+        self.subject = f"{self.subject} ({self.model_package_arn.split('model-package/', 1)[-1]})"
+        self.body = self._body(context)
+        return super().execute(context)
+
+    def _body(self, context: Context) -> str:
+        evaluation = self.evaluation if isinstance(self.evaluation, dict) else json.loads(self.evaluation or "{}")
+        metrics = evaluation.get("metrics") or {}
+        ti = context["ti"]
+        lines = [f"**Model package** `{self.model_package_arn}` passed the automatic checks and waits for a person.",
+                 "", "| metric | value |", "|---|---|"]  # fmt: skip
+        lines += [f"| {name} | {value} |" for name, value in sorted(metrics.items()) if not isinstance(value, (dict, list))]
+        lines += ["", *(f"- {reason}" for reason in evaluation.get("reasons") or [])]
+        lines += ["", f"[The run in the mlscale run view](/mlscale/run?dag_id={ti.dag_id}&run_id={ti.run_id})",
+                  "", f"Approve: the package becomes Approved and is deployed. Reject: it becomes Rejected. "
+                  f"No answer within {self.response_timeout_minutes} minutes: it stays pending and nothing is deployed."]  # fmt: skip
+        return "\n".join(lines)
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
+        if "error" in event and event.get("error_type") == "timeout":
+            self.log.warning("No answer within %s minutes: %s stays %s; deployment is skipped.",
+                             self.response_timeout_minutes, self.model_package_arn, PENDING)  # fmt: skip
+            downstream = [t for t in context["task"].get_direct_relatives(upstream=False) if not t.is_teardown]
+            if downstream:
+                self.skip(ti=context["ti"], tasks=downstream)
+            return self._result(PENDING, None)
+        answer = super().execute_complete(context=context, event=event)  # a Reject skips the deployment
+        approved = answer["chosen_options"][0] == self.APPROVE
+        status = "Approved" if approved else "Rejected"
+        who = (answer.get("responded_by_user") or {}).get("name") or "unknown"
+        ti = context["ti"]
+        self._sagemaker().update_model_package(
+            ModelPackageArn=self.model_package_arn, ModelApprovalStatus=status,
+            ApprovalDescription=f"{status} by {who} in Airflow ({ti.dag_id} / {ti.run_id})"[:1024])  # fmt: skip
+        self.log.info("Model package %s: %s by %s.", self.model_package_arn, status, who)
+        return self._result(status, who)
+
+    def _result(self, decision: str, who: str | None) -> dict[str, Any]:
+        return {"decision": decision, "model_package_arn": self.model_package_arn, "responded_by": who}
