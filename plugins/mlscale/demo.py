@@ -38,6 +38,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; argv may hold one JSON object of DAG params (the trigger form's values)."""
     from mlscale.emulator import control
 
+    conf = json.loads(argv[0]) if argv else {}
+    if conf.get("gate_mode") == "manual":  # dag.test() cannot wait for a person; the scheduler can
+        print("mlscale demo: gate_mode=manual needs a person and Airflow's scheduler: trigger the run in "
+              "`mlscale airflow` instead (its approve task waits on the Required Actions page)", file=sys.stderr)
+        return 2
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
     config = emulator_settings(repo)
     started = time.monotonic()
@@ -57,7 +62,6 @@ def main(argv: list[str] | None = None) -> int:
 
         mlscale.triggers.FIRST_EVENT_AFTER_SECONDS = 0.0
         ensure_training_pool()
-        conf = json.loads(argv[0]) if argv else {}
         # the producer loads the week the pipeline run trains on; no arrival notice: this run is started here
         producer = {"days": 7, "announce": False, "records_per_day": conf.pop("records_per_day", DEMO_RECORDS_PER_DAY)}
         result = run_dag(repo / "dags" / "mlscale_raw_data.py", "mlscale_raw_data", producer)

@@ -196,3 +196,11 @@ def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
     assert dag.get_task("evaluate").upstream_task_ids == {"trained", "plan_run"}
     assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
     assert not dag.render_template_as_native_obj  # the specs convert rendered strings themselves
+
+
+def test_the_demo_refuses_a_manual_gate_it_cannot_wait_for(tmp_path):
+    env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_REPO": str(REPO)}
+    result = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", '{"gate_mode": "manual"}'], env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 2 and "gate_mode=manual needs a person and Airflow's scheduler" in result.stderr
+    assert not (tmp_path / "emulator").exists()  # refused before anything started
