@@ -129,6 +129,25 @@ def bench_loader(work: Path) -> dict:
     return rates
 
 
+def figures(quick: bool = False) -> list:
+    from goals import Figure
+
+    global WRITE_RECORDS, LOADER_RECORDS
+    if quick:
+        WRITE_RECORDS, LOADER_RECORDS = min(WRITE_RECORDS, 400_000), min(LOADER_RECORDS, 8_000)
+    with tempfile.TemporaryDirectory(dir=REPO / ".mlscale" if (REPO / ".mlscale").exists() else None) as tmp:
+        work = Path(tmp)
+        write = bench_shard_writing(work)
+        loader = bench_loader(work)
+    note = f"{WRITE_RECORDS:,} records into {SHARDS} shards, best of {REPEATS}"
+    return [
+        Figure("shard_writing_vs_pyarrow", write["shards"], write["pyarrow write_dataset"], ">= 1.0", "MB/s", note),
+        Figure("shard_writing_vs_raw_copy", write["shards"], write["raw copy"], ">= 0.7", "MB/s", note),
+        Figure("loader_vs_one_file_per_record", loader["shards"], loader["one file per record"], ">= 5", "samples/s",
+               f"{LOADER_RECORDS:,} records, batch 256, 2 workers, median of {REPEATS}"),
+    ]
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory(dir=REPO / ".mlscale" if (REPO / ".mlscale").exists() else None) as tmp:
         work = Path(tmp)

@@ -1,16 +1,21 @@
 """mlscale benchmarks. Each prints a ratio against a baseline measured in the same run.
 
 - DAG parse: dags/mlscale_pipeline.py against benchmarks/baseline_dag.py (the
-  provider's SageMakerTrainingOperator only), cold (a fresh interpreter with
-  Airflow already imported, as a DAG processor parses) and warm (re-parsed).
+  provider's Athena, training, transform and endpoint operators), cold (a fresh
+  interpreter with Airflow already imported, as a DAG processor parses) and warm
+  (re-parsed in the same process).
 - Plugin load: Airflow's plugin loader with mlscale registered, against
   importing the provider's SageMaker operators module; and a check that
   nothing heavy (torch, duckdb, pandas, the SageMaker SDK) gets imported.
 
 - Data stages (benchmarks/data_bench.py): shard writing against pyarrow's
   write_dataset and a raw copy; the shard loader against one file per record.
+- Triggerer capacity (benchmarks/trigger_bench.py): concurrent training-job
+  waits on mlscale's trigger against the provider's SageMakerTrigger.
 
-Run with `make bench`. Samples interleave the two sides so drift hits both.
+Run with `make bench` (MLSCALE_BENCH_QUICK=1: fewer rounds, smaller data, 200 waits). Samples interleave the
+two sides so drift hits both. Each figure is printed with its goal; all go to .mlscale/bench.json
+(benchmarks/goals.py), and the last line says how many goals are met.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from goals import Figure, median, spread, summary, write
 
 REPO = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("MLSCALE_BENCH_ROUNDS", "7"))
@@ -56,31 +63,45 @@ def probe(code: str, *args: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> int:
+def parse_and_plugin_figures(rounds: int) -> list[Figure]:
     ours, base, plugin_runs = [], [], []
-    for _ in range(ROUNDS):
+    for _ in range(rounds):  # interleaved: drift hits both sides
         ours.append(probe(PARSE, str(REPO / "dags" / "mlscale_pipeline.py")))
         base.append(probe(PARSE, str(REPO / "benchmarks" / "baseline_dag.py")))
         plugin_runs.append(probe(PLUGINS))
-
-    def median(runs, key):
-        return statistics.median(r[key] for r in runs)
-
-    print(f"DAG parse, cold   mlscale {median(ours, 'cold') * 1e3:7.1f} ms   provider baseline "
-          f"{median(base, 'cold') * 1e3:7.1f} ms   ratio {median(ours, 'cold') / median(base, 'cold'):.2f}")
-    print(f"DAG parse, warm   mlscale {median(ours, 'warm') * 1e3:7.1f} ms   provider baseline "
-          f"{median(base, 'warm') * 1e3:7.1f} ms   ratio {median(ours, 'warm') / median(base, 'warm'):.2f}")
-    plugins, provider = median(plugin_runs, "plugins"), median(plugin_runs, "provider")
-    print(f"Plugin load       all plugins {plugins * 1e3:7.1f} ms   provider SageMaker operators import "
-          f"{provider * 1e3:7.1f} ms   ratio {plugins / provider:.2f}")
+    figures = []
+    for key, goal in (("cold", "<= 1.2"), ("warm", "<= 2")):
+        mine, theirs = [r[key] * 1e3 for r in ours], [r[key] * 1e3 for r in base]
+        figures.append(Figure(f"dag_parse_{key}", median(mine), median(theirs), goal, "ms",
+                              f"dags/mlscale_pipeline.py vs the 4-operator provider DAG; {spread(mine)}"))
+    plugins = [r["plugins"] * 1e3 for r in plugin_runs]
+    provider = [r["provider"] * 1e3 for r in plugin_runs]
+    figures.append(Figure("plugin_load", median(plugins), median(provider), "<= 0.1", "ms",
+                          "Airflow's plugin loader with mlscale vs importing the provider's SageMaker operators"))
     heavy = sorted({m for r in plugin_runs for m in r["heavy"]})
-    print(f"Heavy modules imported by plugin loading: {heavy or 'none'}; plugins: {plugin_runs[0]['names']}")
+    figures.append(Figure("heavy_modules_at_plugin_load", len(heavy), None, "<= 0", "modules",
+                          f"imported: {', '.join(heavy) or 'none'}"))
+    return figures
+
+
+def main() -> int:
+    quick = os.environ.get("MLSCALE_BENCH_QUICK") == "1"
+    figures = parse_and_plugin_figures(3 if quick else ROUNDS)
+    for figure in figures:
+        print(figure.line(), flush=True)
 
     sys.path.insert(0, str(REPO / "benchmarks"))
     import data_bench
+    import trigger_bench
 
-    data_bench.main()
-    return 1 if heavy else 0
+    for group in (data_bench.figures(quick), trigger_bench.figures(quick)):
+        for figure in group:
+            print(figure.line(), flush=True)
+            figures.append(figure)
+    write(figures, REPO / ".mlscale" / "bench.json")
+    print(f"wrote {REPO / '.mlscale' / 'bench.json'}")
+    print(summary(figures))
+    return 0
 
 
 if __name__ == "__main__":

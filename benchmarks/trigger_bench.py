@@ -127,11 +127,9 @@ def report(count: int, poll: float, sides: dict[str, dict]) -> None:
           f"the provider's (goal <= 1.0x)")  # fmt: skip
 
 
-def main(argv: list[str]) -> int:
+def run_sides(count: int, poll: float) -> dict[str, dict]:
     from tests.conftest import free_port
 
-    count = int(argv[0]) if argv else 200
-    poll = float(argv[1]) if len(argv) > 1 else 5.0
     describes = multiprocessing.Value("q", 0)
     port = free_port()
     server = multiprocessing.Process(target=serve, args=(port, describes), daemon=True)
@@ -148,10 +146,37 @@ def main(argv: list[str]) -> int:
             assert time.time() < deadline, "moto's server did not start"
             time.sleep(0.2)
     try:
-        sides = {side: measure(side, endpoint, describes, count, poll) for side in ("provider", "mlscale")}
+        return {side: measure(side, endpoint, describes, count, poll) for side in ("provider", "mlscale")}
     finally:
         server.terminate()
+
+
+def figures(quick: bool = False, poll: float = 5.0) -> list:
+    from goals import Figure
+
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    count = 200 if quick else 1000
+    sides = run_sides(count, poll)
     report(count, poll, sides)
+    ours, theirs = sides["mlscale"], sides["provider"]
+    note = f"{count} waits, poll {poll:g} s; {len(ours['lags'])} of {count} completed"
+    return [
+        Figure("trigger_max_lag_in_polls", max(ours["lags"]) / poll, None, "<= 2", "polls",
+               f"{note}; median {statistics.median(ours['lags']):.1f} s; the provider's max "
+               f"{max(theirs['lags']):.1f} s"),
+        Figure("trigger_completed", len(ours["lags"]), count, ">= 1.0", "waits", note),
+        Figure("trigger_peak_rss_vs_provider", ours["peak_rss"] / 2**20, theirs["peak_rss"] / 2**20, "<= 1.5", "MB",
+               f"{note}; CPU {ours['cpu_cores']:.2f} vs {theirs['cpu_cores']:.2f} cores"),
+        Figure("trigger_describes_per_job_minute_vs_provider", ours["describes_per_job_minute"],
+               theirs["describes_per_job_minute"], "<= 1.0", "calls", note),
+    ]
+
+
+def main(argv: list[str]) -> int:
+    count = int(argv[0]) if argv else 200
+    poll = float(argv[1]) if len(argv) > 1 else 5.0
+    report(count, poll, run_sides(count, poll))
     return 0
 
 
