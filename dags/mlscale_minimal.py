@@ -1,4 +1,5 @@
-"""The smallest mlscale pipeline: train on an S3 prefix, evaluate with a quality gate, deploy an endpoint.
+"""The smallest mlscale pipeline: train on an S3 prefix, evaluate with a quality gate (and, with
+gate_mode=manual, a person who approves the model in the Airflow UI), deploy an endpoint.
 
 Copy this file to start a DAG of your own. `data_prefix` holds train/ and test/ (the training channels)
 and eval/features/ + eval/labels/ (CSV, for Batch Transform). Settings come from Airflow's [mlscale]
@@ -13,6 +14,7 @@ import pendulum
 from airflow.sdk import DAG, Param, task
 
 from mlscale.operators import (
+    ModelApprovalOperator,
     SageMakerBatchEvaluationOperator,
     SageMakerEndpointDeployOperator,
     SageMakerScriptTrainingOperator,
@@ -34,6 +36,8 @@ with DAG(
         "instance_count": Param(1, type="integer", minimum=1, maximum=16),
         "epochs": Param(3, type="integer", minimum=1, maximum=200),
         "min_accuracy": Param(0.9, type="number", minimum=0, maximum=1),
+        "gate_mode": Param("auto", enum=["auto", "manual"],
+                           description="manual: a model that passes the gate waits for a person's Approve"),
     },
 ) as dag:
     train = SageMakerScriptTrainingOperator(
@@ -54,16 +58,20 @@ with DAG(
             features_uri=f"{DATA}/eval/features/", labels_uri=f"{DATA}/eval/labels/",
             output_uri=f"s3://{BUCKET}/mlscale/minimal/evaluation/{{{{ run_id | replace(':', '-') }}}}/",
             model_package_group="mlscale-minimal", min_value="{{ params.min_accuracy }}",
+            manual_approval="{{ params.gate_mode == 'manual' }}",
         ),
     )
 
     @task.short_circuit
     def approved(decision: str) -> bool:
-        return decision == "Approved"
+        return decision in ("Approved", "PendingManualApproval")  # a pending model goes to a person
+
+    approve = ModelApprovalOperator(task_id="approve", model_package_arn=evaluate.output["model_package_arn"],
+                                    evaluation=evaluate.output, response_timeout_minutes=60)  # fmt: skip
 
     deploy = SageMakerEndpointDeployOperator(
         task_id="deploy",
         spec=EndpointSpec(endpoint_name="mlscale-minimal", model_artifact=train.output["model_artifact"],
                           role_arn=ROLE_ARN, image_uri=setting("inference_image"), wait_seconds=0),  # fmt: skip
     )
-    approved(evaluate.output["decision"]) >> deploy
+    approved(evaluate.output["decision"]) >> approve >> deploy

@@ -89,6 +89,24 @@ class AirflowStack:
             body = api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances").raise_for_status()
         return {ti["task_id"]: ti for ti in body.json()["task_instances"]}
 
+    def wait_for_task_state(self, run_id: str, task_id: str, state: str, timeout: float, dag_id: str = DAG_ID) -> None:
+        deadline = time.monotonic() + timeout
+        while (now := self.task_states(run_id, dag_id).get(task_id, {}).get("state")) != state:
+            assert now not in ("failed", "skipped", "upstream_failed"), self.failure_report([run_id], dag_id)
+            assert time.monotonic() < deadline, f"{task_id} is {now}, not {state}"
+            time.sleep(2)
+
+    def hitl_detail(self, run_id: str, task_id: str, dag_id: str = DAG_ID) -> dict:
+        """A human-in-the-loop task's question, as the UI's Required Actions page reads it."""
+        with self.api() as api:
+            return api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/-1"
+                           "/hitlDetails").raise_for_status().json()  # fmt: skip
+
+    def answer_hitl(self, run_id: str, task_id: str, option: str, dag_id: str = DAG_ID) -> None:
+        with self.api() as api:
+            api.patch(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/-1/hitlDetails",
+                      json={"chosen_options": [option], "params_input": {}}).raise_for_status()  # fmt: skip
+
     def xcom(self, run_id: str, task_id: str, dag_id: str = DAG_ID):
         with self.api() as api:
             response = api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}"
@@ -172,6 +190,17 @@ def live_arrival(airflow_stack) -> dict:
     assert run["state"] == "success", stack.failure_report([live], PRODUCER)
     stack.unpause(DAG_ID)
     return {"run_id": live, **stack.xcom(live, "write_partitions", PRODUCER)}
+
+
+@pytest.fixture(scope="session")
+def data_prefix(airflow_stack) -> str:
+    """The digits data (train/, test/, eval/ CSVs) for the small example DAGs."""
+    from mlscale.datasets.digits import stage_digits
+
+    s3 = emulator_client(airflow_stack, "s3")
+    s3.create_bucket(Bucket="mlscale-demo")
+    stage_digits(s3, "mlscale-demo", "mlscale/small-dags/data", eval_csv=True)
+    return "s3://mlscale-demo/mlscale/small-dags/data/"
 
 
 def _wait_for_dag(stack: AirflowStack, timeout: float = 180, dag_ids: tuple[str, ...] = (DAG_ID,)) -> None:

@@ -1,9 +1,9 @@
-"""New data starts the pipeline; a person in Debian's chromium signs in, inspects that run in the run view, and
-triggers the producer from its params form.
+"""New data starts the pipeline; a person in Debian's chromium signs in, inspects that run in the run view,
+triggers the producer from its params form, and approves a model waiting at the gate (gate_mode=manual).
 
 Screenshots are kept in test-artifacts/browser/ (MLSCALE_ARTIFACTS overrides), one per step: the run new data
-started, the mlscale tab, the run view, the emulator's page behind the train task's link, the filled form and
-the producer's run.
+started, the mlscale tab, the run view, the emulator's page behind the train task's link, the filled form, the
+producer's run, the approval's Required Actions page and the approved run.
 """
 
 from __future__ import annotations
@@ -160,47 +160,30 @@ def test_trigger_the_producer_from_its_form(airflow_stack, live_arrival, page):
     assert len(notices) == 1  # still only the live run's: no second pipeline run is coming
 
 
-def test_a_person_approves_the_model_in_the_ui_and_it_is_deployed(airflow_stack, live_arrival, page):
-    """gate_mode=manual through the real scheduler: the approve task waits (awaiting_input) with its question in
-    the HITL REST API; a person presses Approve on its Required Actions page; the package becomes Approved and
-    the deployment runs."""
-    import time
-
-    stack = airflow_stack
-    conf = {"gate_mode": "manual", "approval_minutes": 30, "deploy_target": "endpoint", "bake_seconds": 5,
-            "champion_tolerance": 1.0}  # fmt: skip
-    run_id = stack.trigger(DAG_ID, conf)
-    deadline = time.monotonic() + 900
-    while (state := stack.task_states(run_id).get("approve", {}).get("state")) != "awaiting_input":
-        assert state not in ("failed", "skipped", "upstream_failed"), stack.failure_report([run_id])
-        assert time.monotonic() < deadline, f"approve is {state}, not awaiting input"
-        time.sleep(2)
-    with stack.api() as api:
-        detail = api.get(f"/dags/{DAG_ID}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/approve/-1/hitlDetails"
-                         ).raise_for_status().json()  # fmt: skip
-    assert detail["options"] == ["Approve", "Reject"] and detail["response_received"] is False
-    assert "passed the automatic checks" in detail["body"] and "/mlscale/run?dag_id=" in detail["body"]
-    package = detail["subject"].split("(", 1)[1].rstrip(")")  # mlscale-digits/<version>
+def test_a_person_approves_the_model_in_the_ui_and_it_is_deployed(airflow_stack, data_prefix, page):
+    """gate_mode=manual: the approve task waits on its Required Actions page; a person presses Approve; the
+    package becomes Approved and the deploy task runs."""
+    stack, dag_id = airflow_stack, "mlscale_minimal"
+    stack.unpause(dag_id)
+    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual"})
+    stack.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id=dag_id)
+    arn = stack.xcom(run_id, "evaluate", dag_id)["model_package_arn"]
     sagemaker = emulator_client(stack, "sagemaker")
-    arn = next(p["ModelPackageArn"] for p in sagemaker.list_model_packages(ModelPackageGroupName="mlscale-digits",
-                                                                           MaxResults=100)["ModelPackageSummaryList"]
-               if p["ModelPackageArn"].endswith(package))  # fmt: skip
     assert sagemaker.describe_model_package(ModelPackageName=arn)["ModelApprovalStatus"] == "PendingManualApproval"
 
     sign_in(page, stack)
-    page.goto(f"{stack.url}/dags/{DAG_ID}/runs/{urllib.parse.quote(run_id)}/tasks/approve/required_actions")
+    page.goto(f"{stack.url}/dags/{dag_id}/runs/{urllib.parse.quote(run_id)}/tasks/approve/required_actions")
     approve = page.get_by_role("button", name="Approve")
     approve.wait_for()
     shot(page, "07-required-action")
     approve.click()
-    finished = stack.wait_for_runs([run_id], timeout=600)[run_id]
-    assert finished["state"] == "success", stack.failure_report([run_id])
-    states = {task: ti["state"] for task, ti in stack.task_states(run_id).items()}
-    assert states["approve"] == "success" and states["compile"] == "success"
-    assert states["deploy_endpoint"] == "success" and states["deploy_edge"] == "skipped"
-    assert stack.xcom(run_id, "approve")["decision"] == "Approved"
+    finished = stack.wait_for_runs([run_id], timeout=300, dag_id=dag_id)[run_id]
+    assert finished["state"] == "success", stack.failure_report([run_id], dag_id)
+    states = {task: ti["state"] for task, ti in stack.task_states(run_id, dag_id).items()}
+    assert states["approve"] == "success" and states["deploy"] == "success", states
+    assert stack.xcom(run_id, "approve", dag_id)["decision"] == "Approved"
     described = sagemaker.describe_model_package(ModelPackageName=arn)
     assert described["ModelApprovalStatus"] == "Approved" and described["ApprovalDescription"].startswith("Approved by ")
-    page.goto(f"{stack.url}/dags/{DAG_ID}/runs/{urllib.parse.quote(run_id)}")
+    page.goto(f"{stack.url}/dags/{dag_id}/runs/{urllib.parse.quote(run_id)}")
     page.wait_for_load_state("networkidle")
     shot(page, "08-approved-run")

@@ -11,15 +11,6 @@ from tests.stack.conftest import dump, emulator_client
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def data_prefix(airflow_stack) -> str:
-    from mlscale.datasets.digits import stage_digits
-
-    s3 = emulator_client(airflow_stack, "s3")
-    s3.create_bucket(Bucket="mlscale-demo")
-    stage_digits(s3, "mlscale-demo", "mlscale/small-dags/data", eval_csv=True)
-    return "s3://mlscale-demo/mlscale/small-dags/data/"
-
 
 def test_submit_then_sensor_for_training_and_the_endpoint(airflow_stack, data_prefix):
     stack, dag_id = airflow_stack, "mlscale_submit_and_sense"
@@ -46,16 +37,27 @@ def test_submit_then_sensor_for_training_and_the_endpoint(airflow_stack, data_pr
     assert len(json.loads(answer["Body"].read())[0]) == 10  # one score per digit
 
 
-def test_the_minimal_dag_trains_evaluates_and_deploys(airflow_stack, data_prefix):
+def test_the_minimal_dag_asks_a_person_who_rejects_the_model_through_the_rest_api(airflow_stack, data_prefix):
+    """gate_mode=manual on the real scheduler: evaluate registers PendingManualApproval, approve waits
+    (awaiting_input) with its question in the HITL REST API; a Reject there marks the package Rejected and
+    skips the deployment."""
     stack, dag_id = airflow_stack, "mlscale_minimal"
     stack.unpause(dag_id)
-    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5})
-    run = stack.wait_for_runs([run_id], timeout=600, dag_id=dag_id)[run_id]
-    assert run["state"] == "success", stack.failure_report([run_id], dag_id)
+    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual"})
+    stack.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id=dag_id)
     evaluation = stack.xcom(run_id, "evaluate", dag_id)
-    assert evaluation["decision"] == "Approved" and evaluation["metrics"]["accuracy"] > 0.5, dump(evaluation)
-    deployed = stack.xcom(run_id, "deploy", dag_id)
-    assert deployed["endpoint_name"] == "mlscale-minimal" and deployed["scaling_policy"]
+    assert evaluation["decision"] == "PendingManualApproval" and evaluation["metrics"]["accuracy"] > 0.5, dump(evaluation)
+    detail = stack.hitl_detail(run_id, "approve", dag_id)
+    assert detail["options"] == ["Approve", "Reject"] and detail["response_received"] is False
+    assert "| accuracy |" in detail["body"] and "/mlscale/run?dag_id=mlscale_minimal" in detail["body"]
+    stack.answer_hitl(run_id, "approve", "Reject", dag_id)
+    run = stack.wait_for_runs([run_id], timeout=300, dag_id=dag_id)[run_id]
+    assert run["state"] == "success", stack.failure_report([run_id], dag_id)
+    states = {task: ti["state"] for task, ti in stack.task_states(run_id, dag_id).items()}
+    assert states["approve"] == "success" and states["deploy"] == "skipped", states
+    assert stack.xcom(run_id, "approve", dag_id)["decision"] == "Rejected"
+    package = emulator_client(stack, "sagemaker").describe_model_package(ModelPackageName=evaluation["model_package_arn"])
+    assert package["ModelApprovalStatus"] == "Rejected" and package["ApprovalDescription"].startswith("Rejected by ")
 
 
 def test_marking_a_deferred_training_task_failed_stops_its_job(airflow_stack, data_prefix):
