@@ -204,3 +204,13 @@ def test_the_demo_refuses_a_manual_gate_it_cannot_wait_for(tmp_path):
                             capture_output=True, text=True, timeout=120)  # fmt: skip
     assert result.returncode == 2 and "gate_mode=manual needs a person and Airflow's scheduler" in result.stderr
     assert not (tmp_path / "emulator").exists()  # refused before anything started
+
+
+def test_the_gate_mode_param_reaches_the_evaluation_when_rendered():
+    """A param in a spec field renders only when the field is a template field (a real run found this)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    for path, dag_id in (("mlscale_pipeline.py", "mlscale_pipeline"), ("mlscale_minimal.py", "mlscale_minimal")):
+        evaluate = DagBag(dag_folder=str(REPO / "dags" / path)).dags[dag_id].get_task("evaluate")
+        assert "manual_approval" in type(evaluate.spec).template_fields
+        assert "{{ params.gate_mode" in evaluate.spec.manual_approval

@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime, timezone
 
 import pytest
+from airflow.providers.common.compat.sdk import DownstreamTasksSkipped
 from airflow.sdk import DAG
 from airflow.sdk.exceptions import TaskAwaitingInput
 
@@ -41,7 +42,12 @@ def approval_task(arn: str):
                                         response_timeout_minutes="30")  # fmt: skip
         approve >> EmptyOperator(task_id="deploy")
     skipped = []
-    approve.skip = lambda ti, tasks: skipped.extend(t.task_id for t in tasks)
+
+    def skip(ti, tasks):  # as Airflow's: it ends the task
+        skipped.extend(t.task_id for t in tasks)
+        raise DownstreamTasksSkipped(tasks=[t.task_id for t in tasks])
+
+    approve.skip = skip
     ti = FakeTI("approve")
     ti.id = uuid.uuid4()
     return approve, {"ti": ti, "task_instance": ti, "task": approve}, skipped
@@ -87,13 +93,16 @@ def test_approve_registers_approved_and_the_deployment_goes_on(clients):
 def test_reject_registers_rejected_and_skips_the_deployment(clients):
     arn = package(clients, "PendingManualApproval")
     approve, context, skipped = approval_task(arn)
-    assert approve.execute_complete(context, answer("Reject"))["decision"] == "Rejected"
+    with pytest.raises(DownstreamTasksSkipped):
+        approve.execute_complete(context, answer("Reject"))
     assert status_of(clients, arn) == "Rejected" and skipped == ["deploy"]
+    assert context["ti"].pushed["return_value"]["decision"] == "Rejected"  # said before the skip ends the task
 
 
 def test_no_answer_in_time_leaves_it_pending_and_deploys_nothing(clients):
     arn = package(clients, "PendingManualApproval")
     approve, context, skipped = approval_task(arn)
-    result = approve.execute_complete(context, {"error": "Response timeout", "error_type": "timeout"})
-    assert result["decision"] == "PendingManualApproval"
+    with pytest.raises(DownstreamTasksSkipped):
+        approve.execute_complete(context, {"error": "Response timeout", "error_type": "timeout"})
+    assert context["ti"].pushed["return_value"]["decision"] == "PendingManualApproval"
     assert status_of(clients, arn) == "PendingManualApproval" and skipped == ["deploy"]

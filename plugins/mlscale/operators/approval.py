@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from airflow.providers.standard.operators.hitl import ApprovalOperator
+from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 PENDING = "PendingManualApproval"
+XCOM_RETURN_KEY = "return_value"
 
 
 class ModelApprovalOperator(ApprovalOperator):
@@ -82,11 +83,8 @@ class ModelApprovalOperator(ApprovalOperator):
         if "error" in event and event.get("error_type") == "timeout":
             self.log.warning("No answer within %s minutes: %s stays %s; deployment is skipped.",
                              self.response_timeout_minutes, self.model_package_arn, PENDING)  # fmt: skip
-            downstream = [t for t in context["task"].get_direct_relatives(upstream=False) if not t.is_teardown]
-            if downstream:
-                self.skip(ti=context["ti"], tasks=downstream)
-            return self._result(PENDING, None)
-        answer = super().execute_complete(context=context, event=event)  # a Reject skips the deployment
+            return self._skip_deployment(context, self._result(PENDING, None))
+        answer = HITLOperator.execute_complete(self, context=context, event=event)  # checks the answer
         approved = answer["chosen_options"][0] == self.APPROVE
         status = "Approved" if approved else "Rejected"
         who = (answer.get("responded_by_user") or {}).get("name") or "unknown"
@@ -95,7 +93,16 @@ class ModelApprovalOperator(ApprovalOperator):
             ModelPackageArn=self.model_package_arn, ModelApprovalStatus=status,
             ApprovalDescription=f"{status} by {who} in Airflow ({ti.dag_id} / {ti.run_id})"[:1024])  # fmt: skip
         self.log.info("Model package %s: %s by %s.", self.model_package_arn, status, who)
-        return self._result(status, who)
+        result = self._result(status, who)
+        return result if approved else self._skip_deployment(context, result)
+
+    def _skip_deployment(self, context: Context, result: dict[str, Any]) -> dict[str, Any]:
+        """Skip the tasks after this one. Airflow's skip() ends the task (it raises), so the XCom goes first."""
+        context["ti"].xcom_push(key=XCOM_RETURN_KEY, value=result)
+        downstream = [t for t in context["task"].get_direct_relatives(upstream=False) if not t.is_teardown]
+        if downstream:
+            self.skip(ti=context["ti"], tasks=downstream)
+        return result
 
     def _result(self, decision: str, who: str | None) -> dict[str, Any]:
         return {"decision": decision, "model_package_arn": self.model_package_arn, "responded_by": who}

@@ -34,7 +34,8 @@ class EvaluationSpec:
     environment: dict[str, str] = field(default_factory=dict)
 
     template_fields = ("model_artifact", "role_arn", "image_uri", "features_uri", "labels_uri", "output_uri",
-                       "model_package_group", "min_value", "champion_tolerance", "instance_type", "instance_count")  # fmt: skip
+                       "model_package_group", "min_value", "champion_tolerance", "instance_type", "instance_count",
+                       "manual_approval")  # fmt: skip
 
     def validate(self) -> None:
         coerce_fields(self)
