@@ -36,12 +36,15 @@ with DAG(
         "instance_count": Param(1, type="integer", minimum=1, maximum=16),
         "epochs": Param(3, type="integer", minimum=1, maximum=200),
         "min_accuracy": Param(0.9, type="number", minimum=0, maximum=1),
+        "poll_interval": Param(30, type="integer", minimum=1, maximum=300,
+                               description="Seconds between status checks of the jobs and the endpoint"),
         "gate_mode": Param("auto", enum=["auto", "manual"],
                            description="manual: a model that passes the gate waits for a person's Approve"),
     },
 ) as dag:
     train = SageMakerScriptTrainingOperator(
         task_id="train",
+        poll_interval="{{ params.poll_interval }}",
         spec=TrainingSpec(
             entry_point="train.py", source_dir=str(INCLUDE / "training"), role_arn=ROLE_ARN,
             image_uri=setting("training_image"), output_path=f"s3://{BUCKET}/mlscale/minimal/models",
@@ -53,6 +56,7 @@ with DAG(
     )
     evaluate = SageMakerBatchEvaluationOperator(
         task_id="evaluate",
+        poll_interval="{{ params.poll_interval }}",
         spec=EvaluationSpec(
             model_artifact=train.output["model_artifact"], role_arn=ROLE_ARN, image_uri=setting("inference_image"),
             features_uri=f"{DATA}/eval/features/", labels_uri=f"{DATA}/eval/labels/",
@@ -71,6 +75,7 @@ with DAG(
 
     deploy = SageMakerEndpointDeployOperator(
         task_id="deploy",
+        poll_interval="{{ params.poll_interval }}",
         spec=EndpointSpec(endpoint_name="mlscale-minimal", model_artifact=train.output["model_artifact"],
                           role_arn=ROLE_ARN, image_uri=setting("inference_image"), wait_seconds=0),  # fmt: skip
     )

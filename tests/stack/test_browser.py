@@ -165,7 +165,8 @@ def test_a_person_approves_the_model_in_the_ui_and_it_is_deployed(airflow_stack,
     package becomes Approved and the deploy task runs."""
     stack, dag_id = airflow_stack, "mlscale_minimal"
     stack.unpause(dag_id)
-    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual"})
+    conf = {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual", "poll_interval": 2}
+    run_id = stack.trigger(dag_id, conf)
     stack.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id=dag_id)
     arn = stack.xcom(run_id, "evaluate", dag_id)["model_package_arn"]
     sagemaker = emulator_client(stack, "sagemaker")

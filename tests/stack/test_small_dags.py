@@ -43,7 +43,8 @@ def test_the_minimal_dag_asks_a_person_who_rejects_the_model_through_the_rest_ap
     skips the deployment."""
     stack, dag_id = airflow_stack, "mlscale_minimal"
     stack.unpause(dag_id)
-    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual"})
+    conf = {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual", "poll_interval": 2}
+    run_id = stack.trigger(dag_id, conf)
     stack.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id=dag_id)
     evaluation = stack.xcom(run_id, "evaluate", dag_id)
     assert evaluation["decision"] == "PendingManualApproval" and evaluation["metrics"]["accuracy"] > 0.5, dump(evaluation)
@@ -68,7 +69,7 @@ def test_marking_a_deferred_training_task_failed_stops_its_job(airflow_stack, da
 
     stack, dag_id = airflow_stack, "mlscale_minimal"
     stack.unpause(dag_id)
-    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 200})
+    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 200, "poll_interval": 2})
     name = resource_name(dag_id, "train", run_id)  # the stage's deterministic job name
     # Airflow calls a trigger's on_kill only while the triggerer runs it: wait until the trigger logs the job
     deadline = time.monotonic() + 300
