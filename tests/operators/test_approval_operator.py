@@ -77,7 +77,17 @@ def test_a_pending_package_asks_with_the_evaluation_and_the_run_view(clients, mo
     assert waiting.value.timeout.total_seconds() == 30 * 60
     assert asked["options"] == ["Approve", "Reject"] and asked["subject"].startswith("Deploy this model? (approval-")
     assert "| accuracy | 0.981 |" in asked["body"] and "meets the threshold" in asked["body"]
-    assert "/mlscale/run?dag_id=operator_tests&run_id=" in asked["body"]
+    assert "/mlscale/run?dag_id=operator_tests&run_id=manual__2026-12-01T00%3A00%3A00%2B00%3A00" in asked["body"]
+
+
+def test_a_bad_timeout_is_refused_before_any_aws_call(monkeypatch):
+    from mlscale.specs import SpecError
+
+    approve, context, _ = approval_task("arn:aws:sagemaker:us-east-1:123456789012:model-package/g/1")
+    approve.response_timeout_minutes = "0"
+    monkeypatch.setattr(ModelApprovalOperator, "_sagemaker", lambda self: pytest.fail("an AWS call was made"))
+    with pytest.raises(SpecError, match="response_timeout_minutes: must be an integer from 1 to 10080"):
+        approve.execute(context)
 
 
 def test_approve_registers_approved_and_the_deployment_goes_on(clients):

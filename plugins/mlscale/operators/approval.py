@@ -14,6 +14,7 @@ import json
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from airflow.providers.standard.operators.hitl import ApprovalOperator, HITLOperator
 
@@ -54,13 +55,16 @@ class ModelApprovalOperator(ApprovalOperator):
         return SageMakerHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name).conn
 
     def execute(self, context: Context) -> Any:
+        from mlscale.specs.coerce import convert
+        from mlscale.specs.rules import in_range
+
+        minutes = self.response_timeout_minutes  # checked before any AWS call
+        minutes = convert(minutes, int, "response_timeout_minutes") if isinstance(minutes, str) else minutes
+        in_range(minutes, "response_timeout_minutes", 1, 7 * 24 * 60)
         status = self._sagemaker().describe_model_package(ModelPackageName=self.model_package_arn)["ModelApprovalStatus"]
         if status != PENDING:
             self.log.info("Model package %s is %s: nobody needs to approve it.", self.model_package_arn, status)
             return self._result(status, None)
-        minutes = int(self.response_timeout_minutes)
-        if minutes < 1:
-            raise ValueError(f"response_timeout_minutes: must be at least 1 (got {minutes})")
         self.response_timeout = timedelta(minutes=minutes)
         self.subject = f"{self.subject} ({self.model_package_arn.split('model-package/', 1)[-1]})"
         self.body = self._body(context)
@@ -74,7 +78,8 @@ class ModelApprovalOperator(ApprovalOperator):
                  "", "| metric | value |", "|---|---|"]  # fmt: skip
         lines += [f"| {name} | {value} |" for name, value in sorted(metrics.items()) if not isinstance(value, (dict, list))]
         lines += ["", *(f"- {reason}" for reason in evaluation.get("reasons") or [])]
-        lines += ["", f"[The run in the mlscale run view](/mlscale/run?dag_id={ti.dag_id}&run_id={ti.run_id})",
+        run_view = f"/mlscale/run?{urlencode({'dag_id': ti.dag_id, 'run_id': ti.run_id})}"
+        lines += ["", f"[The run in the mlscale run view]({run_view})",
                   "", f"Approve: the package becomes Approved and is deployed. Reject: it becomes Rejected. "
                   f"No answer within {self.response_timeout_minutes} minutes: it stays pending and nothing is deployed."]  # fmt: skip
         return "\n".join(lines)
