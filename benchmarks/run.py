@@ -12,6 +12,8 @@
   write_dataset and a raw copy; the shard loader against one file per record.
 - Triggerer capacity (benchmarks/trigger_bench.py): concurrent training-job
   waits on mlscale's trigger against the provider's SageMakerTrigger.
+- Emulator overhead (benchmarks/emulator_bench.py): a training job through the
+  emulator against the same script run directly, 1 and 2 instances.
 
 Run with `make bench` (MLSCALE_BENCH_QUICK=1: fewer rounds, smaller data, 200 waits). Samples interleave the
 two sides so drift hits both. Each figure is printed with its goal; all go to .mlscale/bench.json
@@ -92,9 +94,10 @@ def main() -> int:
 
     sys.path.insert(0, str(REPO / "benchmarks"))
     import data_bench
+    import emulator_bench
     import trigger_bench
 
-    for group in (data_bench.figures(quick), trigger_bench.figures(quick)):
+    for group in (data_bench.figures(quick), trigger_bench.figures(quick), emulator_bench.figures(quick)):
         for figure in group:
             print(figure.line(), flush=True)
             figures.append(figure)

@@ -1,0 +1,115 @@
+"""Emulator overhead: a training job through the emulator against the same script run directly.
+
+The job: include/training/train.py on the digits data, 1 and 2 instances (DDP over gloo). Through the
+emulator: CreateTrainingJob until DescribeTrainingJob says Completed (data download, processes, log shipping,
+model upload included: what a user waits for). Directly: the same script under torchrun on this machine, as
+many processes, the same environment variables (SM_CHANNEL_*, SM_MODEL_DIR, OMP_NUM_THREADS) and the same
+data already on disk. Rounds interleave the two sides.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+EPOCHS = 3
+
+
+def _emulator(home: Path):
+    from mlscale.emulator.server import EmulatorServer
+    from mlscale.emulator.settings import EmulatorSettings
+
+    return EmulatorServer(EmulatorSettings(host="127.0.0.1", port=0, home=home)).start()
+
+
+def _through_emulator(sagemaker, name: str, source: str, channels: dict, instances: int) -> float:
+    from tests.conftest import training_request
+
+    request = training_request(name, source, instance_count=instances, hyperparameters={"epochs": EPOCHS},
+                               channels=channels, distributed=True)  # fmt: skip
+    started = time.perf_counter()
+    sagemaker.create_training_job(**request)
+    while (status := sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"]) == "InProgress":
+        time.sleep(0.1)
+    assert status == "Completed", sagemaker.describe_training_job(TrainingJobName=name).get("FailureReason")
+    return time.perf_counter() - started
+
+
+def _directly(work: Path, data: dict[str, Path], instances: int) -> float:
+    model = work / f"model-{instances}"
+    model.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_"))}
+    env.update({"SM_MODEL_DIR": str(model), "SM_CHANNEL_TRAIN": str(data["train"]), "SM_CHANNEL_TEST": str(data["test"]),
+                "SM_HOSTS": '["algo-1"]', "SM_CURRENT_HOST": "algo-1", "PYTHONUNBUFFERED": "1",
+                "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // instances))})  # fmt: skip
+    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(instances),
+               "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), "train.py", "--epochs", str(EPOCHS)]  # fmt: skip
+    started = time.perf_counter()
+    subprocess.run(command, cwd=REPO / "include" / "training", env=env, check=True, capture_output=True)
+    return time.perf_counter() - started
+
+
+def _free_port() -> int:
+    from tests.conftest import free_port
+
+    return free_port()
+
+
+def figures(quick: bool = False) -> list:
+    import boto3
+    import numpy as np
+
+    from goals import Figure, median, spread
+    from mlscale.datasets.digits import digits_splits, stage_digits
+    from tests.conftest import upload_source
+
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    rounds = 1 if quick else 3
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        server = _emulator(work / "emulator")
+        try:
+            def client(service):
+                return boto3.client(service, endpoint_url=server.endpoint_url, region_name="us-east-1",
+                                    aws_access_key_id="bench", aws_secret_access_key="bench")  # fmt: skip
+
+            s3, sagemaker = client("s3"), client("sagemaker")
+            s3.create_bucket(Bucket="mlscale-test")
+            channels = {name: uri for name, uri in stage_digits(s3, "mlscale-test", "bench/digits").items()
+                        if name in ("train", "test")}  # fmt: skip
+            source = upload_source(s3, {f: (REPO / "include" / "training" / f).read_text()
+                                        for f in ("train.py", "shard_loader.py")}, "bench/sourcedir.tar.gz")  # fmt: skip
+            data = {}
+            for split, arrays in digits_splits(7).items():  # the same arrays stage_digits wrote
+                data[split] = work / "data" / split
+                data[split].mkdir(parents=True)
+                buffer = io.BytesIO()
+                np.savez_compressed(buffer, **arrays)
+                (data[split] / "digits.npz").write_bytes(buffer.getvalue())
+            for instances in (1, 2):
+                emulated, direct = [], []
+                for round_ in range(rounds):
+                    emulated.append(_through_emulator(sagemaker, f"bench-{instances}-{round_}", source, channels,
+                                                      instances))  # fmt: skip
+                    direct.append(_directly(work, data, instances))
+                results.append(Figure(f"emulator_overhead_training_{instances}_instance{'s' if instances > 1 else ''}",
+                                      median(emulated), median(direct), "<= 1.1", "s",
+                                      f"train.py, {EPOCHS} epochs; emulator {spread(emulated)}; direct {spread(direct)}"))  # fmt: skip
+        finally:
+            server.stop()
+    return results
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    sys.path.insert(0, str(REPO))
+    for figure in figures(quick="--quick" in sys.argv):
+        print(figure.line())
