@@ -43,15 +43,17 @@ else:
     make = lambda name: SageMakerTrigger(job_name=name, job_type="training", poke_interval=int(poll),
                                          max_attempts=100000, aws_conn_id="bench")
 async def wait(name):
+    started = time.time()
     async for event in make(name).run():
-        return name, time.time(), event.payload.get("status")
+        return name, time.time(), event.payload.get("status"), started
 async def main():
     return await asyncio.gather(*(wait(n) for n in names))
 cpu0 = proc.cpu_times(); t0 = time.time()
 results = asyncio.run(main())
 cpu1 = proc.cpu_times()
-lags = [seen - ends[name] for name, seen, _ in results]
-print(json.dumps({"lags": lags, "statuses": sorted({s for *_, s in results}), "peak_rss": peak[0],
+lags = [seen - ends[name] for name, seen, *_ in results]
+print(json.dumps({"lags": lags, "statuses": sorted({r[2] for r in results}), "peak_rss": peak[0],
+                  "wait_seconds": sum(seen - started for _, seen, _, started in results),
                   "cpu_cores": (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / (time.time() - t0)}))
 """
 
@@ -110,7 +112,9 @@ def measure(side: str, endpoint: str, describes, count: int, poll: float) -> dic
                          env=env, capture_output=True, text=True, check=True)  # fmt: skip
     result = json.loads(out.stdout.strip().splitlines()[-1])
     job_minutes = sum(max(0.0, end - started) for end in ends.values()) / 60
-    result.update(describes=describes.value - before, describes_per_job_minute=(describes.value - before) / job_minutes)
+    # per minute of waiting, too: a side that starts its waits later (slower imports) covers less of each job
+    result.update(describes=describes.value - before, describes_per_job_minute=(describes.value - before) / job_minutes,
+                  describes_per_wait_minute=(describes.value - before) / (result["wait_seconds"] / 60))
     return result
 
 
@@ -119,7 +123,8 @@ def report(count: int, poll: float, sides: dict[str, dict]) -> None:
         lags = sorted(r["lags"])
         print(f"  {side:8s} {len(lags)} of {count} completed ({', '.join(r['statuses'])}); seen after the job's end: "
               f"median {statistics.median(lags):.1f} s, max {lags[-1]:.1f} s; peak RSS {r['peak_rss'] / 2**20:,.0f} MB; "
-              f"{r['cpu_cores']:.2f} CPU cores; {r['describes_per_job_minute']:.1f} Describe calls per job-minute")  # fmt: skip
+              f"{r['cpu_cores']:.2f} CPU cores; {r['describes_per_job_minute']:.1f} Describe calls per job-minute, "
+              f"{r['describes_per_wait_minute']:.1f} per minute of waiting")  # fmt: skip
     ours, theirs = sides["mlscale"], sides["provider"]
     print(f"Trigger capacity ({count} waits, poll {poll:g} s): max lag {max(ours['lags']):.1f} s "
           f"(goal <= {2 * poll:g} s); peak RSS {ours['peak_rss'] / theirs['peak_rss']:.2f}x the provider's "
@@ -168,8 +173,9 @@ def figures(quick: bool = False, poll: float = 5.0) -> list:
         Figure("trigger_completed", len(ours["lags"]), count, ">= 1.0", "waits", note),
         Figure("trigger_peak_rss_vs_provider", ours["peak_rss"] / 2**20, theirs["peak_rss"] / 2**20, "<= 1.5", "MB",
                f"{note}; CPU {ours['cpu_cores']:.2f} vs {theirs['cpu_cores']:.2f} cores"),
-        Figure("trigger_describes_per_job_minute_vs_provider", ours["describes_per_job_minute"],
-               theirs["describes_per_job_minute"], "<= 1.0", "calls", note),
+        Figure("trigger_describes_per_wait_minute_vs_provider", ours["describes_per_wait_minute"],
+               theirs["describes_per_wait_minute"], "<= 1.0", "calls",
+               f"{note}; per job-minute {ours['describes_per_job_minute']:.1f} vs {theirs['describes_per_job_minute']:.1f}"),
     ]
 
 
