@@ -97,7 +97,8 @@ def run_demo(tmp_path, *conf: str) -> str:
     result = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", *conf], env=env, capture_output=True,
                             text=True, timeout=600)  # fmt: skip
     out = result.stdout
-    assert result.returncode == 0, out[-3000:] + result.stderr[-3000:]
+    errors = [line[:1500] for line in out.splitlines() if "exc_value" in line or "Task failed" in line]
+    assert result.returncode == 0, "\n".join(errors[-5:]) + out[-3000:] + result.stderr[-3000:]
     # the demo stops the emulator it started
     assert not (tmp_path / "emulator" / "emulator.pid").exists()
     return out[out.index("mlscale demo summary"):]

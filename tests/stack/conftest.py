@@ -96,6 +96,17 @@ class AirflowStack:
             assert time.monotonic() < deadline, f"{task_id} is {now}, not {state}"
             time.sleep(2)
 
+    def wait_until_parked(self, run_id: str, task_id: str, dag_id: str, timeout: float = 120) -> None:
+        """The scheduler has handled the executor's event for the try that parked in awaiting_input. Answering
+        before that hits Airflow's stale-event race (apache/airflow#72716): the resumed try, queued or running
+        when the stale success arrives, is failed as a state mismatch. A person takes longer; a test must wait."""
+        wanted = f"TaskInstance Finished: dag_id={dag_id}, task_id={task_id}, run_id={run_id},"
+        deadline = time.monotonic() + timeout
+        while not any(wanted in line and "state=awaiting_input" in line
+                      for line in (self.home / "scheduler.log").read_text(errors="replace").splitlines()):  # fmt: skip
+            assert time.monotonic() < deadline, f"the scheduler never handled {task_id}'s parking"
+            time.sleep(1)
+
     def hitl_detail(self, run_id: str, task_id: str, dag_id: str = DAG_ID) -> dict:
         """A human-in-the-loop task's question, as the UI's Required Actions page reads it."""
         with self.api() as api:

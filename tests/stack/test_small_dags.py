@@ -46,6 +46,7 @@ def test_the_minimal_dag_asks_a_person_who_rejects_the_model_through_the_rest_ap
     conf = {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual", "poll_interval": 2}
     run_id = stack.trigger(dag_id, conf)
     stack.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id=dag_id)
+    stack.wait_until_parked(run_id, "approve", dag_id)
     evaluation = stack.xcom(run_id, "evaluate", dag_id)
     assert evaluation["decision"] == "PendingManualApproval" and evaluation["metrics"]["accuracy"] > 0.5, dump(evaluation)
     detail = stack.hitl_detail(run_id, "approve", dag_id)

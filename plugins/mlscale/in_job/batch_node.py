@@ -12,7 +12,6 @@ MLSCALE_MODEL_URI (s3://.../model.tar.gz), MLSCALE_DISTRIBUTION (torchrun, or no
 MLSCALE_PROCS_PER_NODE (default: the node's GPUs, at least 1).
 """
 
-import hashlib
 import json
 import os
 import shutil
@@ -45,9 +44,10 @@ def gpu_count():
     return len([line for line in result.stdout.splitlines() if line.strip()]) if result.returncode == 0 else 0
 
 
-def rendezvous_port(job_id):
-    """The same port on every node, from the job id: two jobs on one host (the emulator) do not collide."""
-    return 20000 + int(hashlib.sha256(job_id.split("#")[0].encode()).hexdigest(), 16) % 20000
+def rendezvous_port():
+    """torch's MASTER_PORT when the environment sets one (the emulator gives each job a free port: its nodes
+    share one host), else torch's default 29500 (on AWS every node has its own address)."""
+    return int(os.environ.get("MASTER_PORT") or 29500)
 
 
 def arguments(hyperparameters):
@@ -92,7 +92,7 @@ def main():
     script_env["PYTHONPATH"] = os.pathsep.join(p for p in (code, env.get("PYTHONPATH")) if p)
     program = env["MLSCALE_PROGRAM"]
     master = env.get("AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS", "127.0.0.1")  # unset on the main node
-    port = rendezvous_port(env.get("AWS_BATCH_JOB_ID", "local"))
+    port = rendezvous_port()
     if env.get("MLSCALE_DISTRIBUTION", "torchrun") == "torchrun":
         procs = int(env.get("MLSCALE_PROCS_PER_NODE") or max(1, gpus))
         command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes), "--node_rank",

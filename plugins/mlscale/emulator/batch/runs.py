@@ -25,7 +25,12 @@ from mlscale.emulator import settings
 from mlscale.emulator.batch import capacity, events
 from mlscale.emulator.batch import nodes as node_model
 from mlscale.emulator.executors.log_shipper import LogShipper
-from mlscale.emulator.executors.processes import launch, stop_process_group
+from mlscale.emulator.executors.processes import (
+    SHUTDOWN_GRACE_SECONDS,
+    free_port,
+    launch,
+    stop_process_group,
+)
 from mlscale.emulator.transitions import BATCH_JOB, check
 
 log = logging.getLogger(__name__)
@@ -134,6 +139,9 @@ class BatchRun:
         work = settings.current().jobs_dir / "batch" / job.job_id / f"attempt-{attempt}"
         logs = settings.aws_client("logs", self.region)
         processes, shippers = {}, []
+        # The nodes share this host: one free port per attempt for their rendezvous (torch's MASTER_PORT), as
+        # each node on AWS has its own address and can use the default
+        self.master_port = free_port()
         self._set("STARTING")
         job.job_started_at = datetime.now()
         attempt_record = {"startedAt": now_ms(), "container": {}}
@@ -206,6 +214,7 @@ class BatchRun:
         job, props = self.job, self.job.mlscale_nodes
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MLSCALE_", "SM_"))}
         env.update(node_model.environment(container))
+        env.setdefault("MASTER_PORT", str(self.master_port))
         multinode = job.job_definition.type == "multinode"
         env.update({
             "AWS_BATCH_JOB_ID": f"{job.job_id}#{index}" if multinode else job.job_id,
@@ -265,6 +274,6 @@ def run_of(job_id: str) -> BatchRun | None:
 def stop_all() -> None:
     for run in list(_runs.values()):
         run.terminate("The mlscale emulator stopped", running_too=True)
-    for run in list(_runs.values()):
-        run.thread.join(timeout=10)
+    for run in list(_runs.values()):  # its processes get SHUTDOWN_GRACE_SECONDS before SIGKILL
+        run.thread.join(timeout=SHUTDOWN_GRACE_SECONDS + 2)
     capacity.reset()

@@ -50,6 +50,11 @@ class LogShipper:
             self._flush()
 
     def close(self) -> None:
+        """Stop and put what is pending; not while the emulator stops: its server answers no more (the calls
+        would only retry) and its state is saved already."""
+        from mlscale.emulator.executors.processes import shutting_down
+
         self._stopped.set()
-        self._thread.join()
-        self._flush()
+        if not shutting_down.is_set():
+            self._thread.join()
+            self._flush()

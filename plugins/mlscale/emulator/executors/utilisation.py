@@ -54,8 +54,11 @@ class UtilisationSampler:
         return self
 
     def stop(self) -> None:
+        from mlscale.emulator.executors.processes import shutting_down
+
         self._stop.set()
-        self.thread.join(timeout=self.interval + 5)
+        if not shutting_down.is_set():  # a stopping server answers no more: its last publish would only retry
+            self.thread.join(timeout=self.interval + 5)
 
     def sample(self) -> dict[str, dict[str, float]]:
         import psutil
@@ -92,4 +95,7 @@ class UtilisationSampler:
         self.sample()  # primes cpu_percent
         while not self._stop.wait(self.interval):
             self.publish(self.sample())
-        self.publish(self.sample())  # the last stretch too
+        from mlscale.emulator.executors.processes import shutting_down
+
+        if not shutting_down.is_set():
+            self.publish(self.sample())  # the last stretch too
