@@ -107,6 +107,15 @@ class AirflowStack:
             assert time.monotonic() < deadline, f"the scheduler never handled {task_id}'s parking"
             time.sleep(1)
 
+    def run_minimal_to_the_gate(self, data_prefix: str) -> str:
+        """A run of mlscale_minimal with gate_mode=manual, waiting for a person at its `approve` task; its id."""
+        self.unpause("mlscale_minimal")
+        run_id = self.trigger("mlscale_minimal", {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5,
+                                                  "gate_mode": "manual", "poll_interval": 2})  # fmt: skip
+        self.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id="mlscale_minimal")
+        self.wait_until_parked(run_id, "approve", "mlscale_minimal")
+        return run_id
+
     def hitl_detail(self, run_id: str, task_id: str, dag_id: str = DAG_ID) -> dict:
         """A human-in-the-loop task's question, as the UI's Required Actions page reads it."""
         with self.api() as api:

@@ -164,11 +164,7 @@ def test_a_person_approves_the_model_in_the_ui_and_it_is_deployed(airflow_stack,
     """gate_mode=manual: the approve task waits on its Required Actions page; a person presses Approve; the
     package becomes Approved and the deploy task runs."""
     stack, dag_id = airflow_stack, "mlscale_minimal"
-    stack.unpause(dag_id)
-    conf = {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual", "poll_interval": 2}
-    run_id = stack.trigger(dag_id, conf)
-    stack.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id=dag_id)
-    stack.wait_until_parked(run_id, "approve", dag_id)
+    run_id = stack.run_minimal_to_the_gate(data_prefix)
     arn = stack.xcom(run_id, "evaluate", dag_id)["model_package_arn"]
     sagemaker = emulator_client(stack, "sagemaker")
     assert sagemaker.describe_model_package(ModelPackageName=arn)["ModelApprovalStatus"] == "PendingManualApproval"

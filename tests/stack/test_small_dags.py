@@ -42,11 +42,7 @@ def test_the_minimal_dag_asks_a_person_who_rejects_the_model_through_the_rest_ap
     (awaiting_input) with its question in the HITL REST API; a Reject there marks the package Rejected and
     skips the deployment."""
     stack, dag_id = airflow_stack, "mlscale_minimal"
-    stack.unpause(dag_id)
-    conf = {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual", "poll_interval": 2}
-    run_id = stack.trigger(dag_id, conf)
-    stack.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id=dag_id)
-    stack.wait_until_parked(run_id, "approve", dag_id)
+    run_id = stack.run_minimal_to_the_gate(data_prefix)
     evaluation = stack.xcom(run_id, "evaluate", dag_id)
     assert evaluation["decision"] == "PendingManualApproval" and evaluation["metrics"]["accuracy"] > 0.5, dump(evaluation)
     detail = stack.hitl_detail(run_id, "approve", dag_id)
