@@ -32,6 +32,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
                       "\"96\", \"NodeMemoryMiB\": \"1100000\", \"NodeGpus\": \"8\", \"EnableEfa\": \"true\", "
                       "\"MaxvCpus\": \"384\"}."),
     "training_pool": ("mlscale_training", "The Airflow pool that bounds concurrent training jobs (account quotas)."),
+    "cache_location": ("", "The s3:// prefix of the stage cache's entries (one JSON object per stage fingerprint); "
+                       "empty: s3://<bucket>/mlscale/cache."),
 }
 
 

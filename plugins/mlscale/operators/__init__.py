@@ -4,6 +4,7 @@ from mlscale.operators.approval import ModelApprovalOperator
 from mlscale.operators.batch import BatchMultiNodeTrainingOperator
 from mlscale.operators.compilation import SageMakerNeoCompilationOperator
 from mlscale.operators.diagnosis import TrainingDiagnosisOperator
+from mlscale.operators.etl import AthenaEtlOperator
 from mlscale.operators.edge import GreengrassEdgeDeployOperator
 from mlscale.operators.endpoint import SageMakerEndpointDeployOperator
 from mlscale.operators.evaluation import SageMakerBatchEvaluationOperator
@@ -13,6 +14,7 @@ from mlscale.operators.quality import DataQualityOperator
 from mlscale.operators.training import SageMakerScriptTrainingOperator
 
 __all__ = [
+    "AthenaEtlOperator",
     "BatchMultiNodeTrainingOperator",
     "DataQualityOperator",
     "FSxDeleteFileSystemOperator",

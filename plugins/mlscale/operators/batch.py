@@ -13,7 +13,9 @@ from airflow.providers.amazon.aws.hooks.batch_client import BatchClientHook
 from airflow.sdk.exceptions import AirflowException
 
 from mlscale.hooks.resources import BATCH_JOB, failure_message
+from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.naming import resource_name
+from mlscale.operators.caching import CacheParts
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.batch import LAUNCHER, BatchTrainingSpec, build_submit_request, job_definition_request
 from mlscale.specs.rules import require
@@ -46,6 +48,9 @@ class BatchMultiNodeTrainingOperator(StageOperator):
     aws_hook_class = BatchClientHook
     template_fields: Sequence[str] = (*StageOperator.template_fields, "job_name")
     ui_color = "#ffe0c2"
+    cache_stage = "batch_training"
+    cache_noun = "Batch job"
+    cache_job_key = "job_id"
 
     def __init__(self, *, spec: BatchTrainingSpec, job_name: str | None = None, **kwargs: Any):
         super().__init__(spec=spec, **kwargs)
@@ -60,8 +65,44 @@ class BatchMultiNodeTrainingOperator(StageOperator):
 
     # -- the stage ------------------------------------------------------------------------------------------
 
+    def cache_parts(self, context: Context) -> CacheParts:
+        """The SubmitJob request without the queue (where it runs does not change the model), the code, the
+        job definition's containers (image, command, environment, resources; not its run-specific roles)."""
+        from mlscale.hooks.sourcedir import pack_source_dir
+
+        spec = self.spec
+        request = build_submit_request(spec, job_name="<job>", job_definition="<definition>",
+                                       sourcedir_uri="<code>" if spec.script_mode else None)  # fmt: skip
+        request.pop("tags", None)
+        request.pop("jobQueue", None)
+        extras: dict[str, Any] = {"definition": self._definition_identity}
+        if spec.script_mode:
+            extras["code"] = pack_source_dir(spec.source_dir, extra={LAUNCHER: LAUNCHER_SOURCE.read_bytes()})[1]
+        # a path on the shared file system stays in the request as it is (EFS content is not hashed)
+        inputs = {name: uri for name, uri in (spec.inputs or {}).items() if uri.startswith("s3://")}
+        return CacheParts(request, inputs=inputs, extras=extras)
+
+    def _definition_identity(self) -> Any:
+        if not self.spec.job_definition:
+            return job_definition_request(self.spec, "mlscale")["nodeProperties"]
+        found = self.hook.conn.describe_job_definitions(jobDefinitions=[self.spec.job_definition])["jobDefinitions"]
+        keep = ("image", "command", "environment", "resourceRequirements")
+        return [[{key: (r.get("container") or {}).get(key) for key in keep} for r in
+                 (d.get("nodeProperties") or {}).get("nodeRangeProperties", [])] for d in found]  # fmt: skip
+
+    def cache_reusable(self, entry: dict[str, Any]) -> str | None:
+        job = BATCH_JOB.describe_or_none(self.hook.conn, entry["job"])
+        if job is None:
+            return "it no longer exists"
+        if job["status"] != "SUCCEEDED":
+            return f"it is {job['status']}"
+        return super().cache_reusable(entry)
+
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         job_name, existing = self._current_attempt(context)
+        if existing and settled is None and self._fingerprint is not None:  # it keeps what it was tagged with
+            tags = BATCH_JOB.describe(self.hook.conn, existing["jobId"]).get("tags") or {}
+            self.adopt_fingerprint(tags.get(FINGERPRINT_TAG), f"Batch job {job_name}")
         if existing and existing["status"] == "SUCCEEDED":
             if settled is None:
                 self.log.info("Batch job %s (%s) already succeeded; reusing its result.", job_name, existing["jobId"])
@@ -129,6 +170,8 @@ class BatchMultiNodeTrainingOperator(StageOperator):
         if spec.script_mode:
             sourcedir_uri = self._upload_source()
         request = build_submit_request(spec, job_name=job_name, job_definition=definition, sourcedir_uri=sourcedir_uri)
+        if self._fingerprint:
+            request["tags"][FINGERPRINT_TAG] = self._fingerprint
         response = self.hook.conn.submit_job(**request)
         self.log.info("Submitted Batch job %s (%s): %d nodes of %d vCPUs on queue %s", job_name,
                       response["jobId"], spec.node_count, spec.vcpus, spec.job_queue)  # fmt: skip

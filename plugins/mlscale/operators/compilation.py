@@ -6,6 +6,7 @@ from typing import Any
 
 from mlscale.hooks.resources import COMPILATION
 from mlscale.links import CompilationJobLink
+from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.compilation import CompilationSpec
 
@@ -20,11 +21,16 @@ class SageMakerNeoCompilationOperator(SageMakerJobOperator):
     console_link = CompilationJobLink
     operator_extra_links = (CompilationJobLink(),)
     ui_color = "#f4cccc"
+    cache_stage = "compilation"
 
     def __init__(self, *, spec: CompilationSpec, **kwargs: Any):
         super().__init__(spec=spec, **kwargs)
 
+    def cache_parts(self, context: Any) -> CacheParts:
+        return CacheParts(self.spec.request("<job>"), inputs={"model": self.spec.model_artifact},
+                          outputs={"compiled": self.spec.output_uri})  # fmt: skip
+
     def _create_job(self, job_name: str, region: str) -> None:
         self.log.info("Creating compilation job %s for %s", job_name,
                       self.spec.target_device or self.spec.target_platform)  # fmt: skip
-        self.hook.conn.create_compilation_job(**self.spec.request(job_name))
+        self.hook.conn.create_compilation_job(**self.tagged(self.spec.request(job_name)))

@@ -7,6 +7,7 @@ from typing import Any
 
 from mlscale.hooks.resources import TRANSFORM
 from mlscale.links import TransformJobLink
+from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.evaluation import EvaluationSpec
 
@@ -27,9 +28,37 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
     console_link = TransformJobLink
     operator_extra_links = (TransformJobLink(),)
     ui_color = "#d9d2e9"
+    cache_stage = "evaluation"
+    cache_job_key = "transform_job"
 
     def __init__(self, *, spec: EvaluationSpec, **kwargs: Any):
         super().__init__(spec=spec, **kwargs)
+
+    def cache_parts(self, context: Any) -> CacheParts:
+        """The transform request, the model's container, the gate's settings; the model, features and labels.
+        A reused evaluation keeps the decision it made against the champion of its day."""
+        spec = self.spec
+        model = {"Image": spec.image_uri, "ModelDataUrl": spec.model_artifact, "Environment": dict(spec.environment),
+                 "ExecutionRoleArn": spec.role_arn}  # fmt: skip
+        gate = {"metric": spec.metric, "min_value": spec.min_value, "champion_tolerance": spec.champion_tolerance,
+                "manual_approval": spec.manual_approval, "model_package_group": spec.model_package_group}  # fmt: skip
+        return CacheParts({"transform": spec.transform_request("<job>", "<job>"), "model": model, "gate": gate},
+                          inputs={"model": spec.model_artifact, "features": spec.features_uri,
+                                  "labels": spec.labels_uri},
+                          outputs={"evaluation": spec.output_uri}, extras={"image": spec.image_uri})  # fmt: skip
+
+    def cache_reusable(self, entry: dict[str, Any]) -> str | None:
+        """Also: its model package still has the status the evaluation gave it (a person may have changed it)."""
+        why_not = super().cache_reusable(entry)
+        arn = entry["result"].get("model_package_arn")
+        if why_not or not arn:
+            return why_not
+        try:
+            status = self.hook.conn.describe_model_package(ModelPackageName=arn)["ModelApprovalStatus"]
+        except self.hook.conn.exceptions.ClientError:
+            return f"its model package {arn} is gone"
+        recorded = entry["result"].get("decision")
+        return None if status == recorded else f"its model package is now {status}, not {recorded}"
 
     def _create_job(self, job_name: str, region: str) -> None:
         sagemaker = self.hook.conn
@@ -40,7 +69,7 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
                 "Image": self.spec.image_uri, "ModelDataUrl": self.spec.model_artifact,
                 "Environment": dict(self.spec.environment)})  # fmt: skip
         self.log.info("Creating transform job %s over %s", job_name, self.spec.features_uri)
-        sagemaker.create_transform_job(**self.spec.transform_request(job_name, job_name))
+        sagemaker.create_transform_job(**self.tagged(self.spec.transform_request(job_name, job_name)))
 
     def _result(self, description: dict) -> dict[str, Any]:
         from mlscale.evaluation.gate import decide

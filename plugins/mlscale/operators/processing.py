@@ -8,6 +8,7 @@ from typing import Any
 
 from mlscale.hooks.resources import PROCESSING
 from mlscale.links import ProcessingJobLink
+from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.processing import ProcessingSpec, build_processing_request
 
@@ -23,9 +24,20 @@ class SageMakerProcessingScriptOperator(SageMakerJobOperator):
     console_link = ProcessingJobLink
     operator_extra_links = (ProcessingJobLink(),)
     ui_color = "#d9f2d9"
+    cache_stage = "processing"
 
     def __init__(self, *, spec: ProcessingSpec, **kwargs: Any):
         super().__init__(spec=spec, **kwargs)
+
+    def cache_parts(self, context: Any) -> CacheParts:
+        """The request (job name and code URI left out), the script's hash, the image, inputs and outputs."""
+        spec = self.spec
+        request = build_processing_request(spec, job_name="<job>", code_uri="<code>")
+        request.pop("Tags", None)
+        return CacheParts(request, inputs={name: i.s3_uri for name, i in spec.inputs.items()},
+                          outputs={name: o.s3_uri for name, o in spec.outputs.items()},
+                          extras={"code": hashlib.sha256(Path(spec.script).read_bytes()).hexdigest()[:16],
+                                  "image": spec.image_uri})  # fmt: skip
 
     def _create_job(self, job_name: str, region: str) -> None:
         from mlscale.hooks.sourcedir import upload_if_missing
@@ -38,4 +50,4 @@ class SageMakerProcessingScriptOperator(SageMakerJobOperator):
         request = build_processing_request(self.spec, job_name=job_name, code_uri=code_uri)
         self.log.info("Creating processing job %s: %s x %s running %s %s", job_name, self.spec.instance_count,
                       self.spec.instance_type, Path(self.spec.script).name, " ".join(map(str, self.spec.arguments)))  # fmt: skip
-        self.hook.conn.create_processing_job(**request)
+        self.hook.conn.create_processing_job(**self.tagged(request))

@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
+from botocore.exceptions import ClientError
 
 from mlscale.hooks.resources import ResourceKind
+from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.links import ConsoleLink
 from mlscale.naming import MAX_LENGTH, NAME_PATTERN, resource_name
 from mlscale.operators.stage import StageOperator, Wait
@@ -41,6 +43,24 @@ class SageMakerJobOperator(StageOperator):
     def _result(self, description: dict) -> dict[str, Any]:
         return self.kind.summary(description)
 
+    @property
+    def cache_noun(self) -> str:  # type: ignore[override]
+        return self.kind.noun
+
+    def cache_reusable(self, entry: dict[str, Any]) -> str | None:
+        """The recorded job must still be Completed and its outputs still there."""
+        description = self.kind.describe_or_none(self.hook.conn, entry["job"])
+        if description is None:
+            return "it no longer exists"
+        if self.kind.status(description) != "Completed":
+            return f"it is {self.kind.status(description)}"
+        return super().cache_reusable(entry)
+
+    def tagged(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The create request with the stage's fingerprint among its Tags."""
+        tags = [t for t in request.get("Tags", []) if t["Key"] != FINGERPRINT_TAG] + self.fingerprint_tags()
+        return {**request, "Tags": tags} if tags else request
+
     def execute(self, context: Context) -> Any:
         if self.job_name is not None:  # before any AWS call, like the spec
             require(isinstance(self.job_name, str) and bool(NAME_PATTERN.match(self.job_name)), "job_name",
@@ -50,6 +70,8 @@ class SageMakerJobOperator(StageOperator):
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         job_name, existing = self._current_attempt(context)
         status = self.kind.status(existing) if existing else None
+        if existing and settled is None:  # an earlier try's job: it keeps the fingerprint it was made with
+            self.adopt_fingerprint(self._tagged_fingerprint(existing), f"{self.kind.noun.capitalize()} {job_name}")
         if status == "Completed":
             if settled is None:
                 self.log.info("%s %s already completed; reusing its result.", self.kind.noun, job_name)
@@ -62,6 +84,16 @@ class SageMakerJobOperator(StageOperator):
             self._create_job(job_name, self.hook.conn_region_name)
         self.console_link.persist_for(context, self, job_name=job_name)
         return Wait(self.kind, job_name)
+
+    def _tagged_fingerprint(self, description: dict[str, Any]) -> str | None:
+        if self._fingerprint is None:
+            return None
+        arn = next((v for k, v in description.items() if k.endswith("JobArn") and isinstance(v, str)), None)
+        try:
+            tags = self.hook.conn.list_tags(ResourceArn=arn)["Tags"] if arn else []
+        except ClientError:
+            tags = []
+        return next((t["Value"] for t in tags if t["Key"] == FINGERPRINT_TAG), None)
 
     def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
         return {"job_name": wait.resource_id, "status": "InProgress"}

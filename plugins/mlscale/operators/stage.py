@@ -7,7 +7,10 @@ the spec before any AWS call, waits (in the triggerer by default, through
 StageTrigger; in the worker with `deferrable=False`; not at all with
 `wait_for_completion=False`, leaving it to the stage's sensor), fails with
 the service's reason, calls `advance` again once the resource settles, and
-stops what the task started when it is killed.
+stops what the task started when it is killed. A stage that can be cached
+(`cache_stage`) fingerprints what decides its output before it starts and, with
+`cache=CacheConfig(enabled=True)`, reuses the latest successful job of that
+fingerprint instead (mlscale.operators.caching).
 """
 
 from __future__ import annotations
@@ -24,8 +27,11 @@ from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
 from mlscale.hooks.resources import ResourceKind, failure_message
+from mlscale.hooks.stage_cache import FINGERPRINT_TAG
+from mlscale.operators import caching
 from mlscale.hooks.watch import ResourceWatch
 from mlscale.operators.deferral import default_deferrable
+from mlscale.specs.cache import CacheConfig
 from mlscale.triggers.stage import StageTrigger
 
 if TYPE_CHECKING:
@@ -55,23 +61,32 @@ class StageOperator(AwsBaseOperator):
     :param deferrable: wait in the triggerer (default: True unless
         `[operators] default_deferrable` is set otherwise).
     :param poll_interval: seconds between Describe calls while waiting.
+    :param cache: a CacheConfig (or True): reuse the latest successful job with
+        this stage's fingerprint; off by default. Stages that deploy refuse it.
 
     The result is one XCom per key as well as the whole (`multiple_outputs`),
     so a DAG passes `train.output["model_artifact"]` on; XComArgs inside the
     spec set the task's upstream as they do in an operator's own arguments.
     """
 
-    template_fields: Sequence[str] = (*aws_template_fields(), "spec", "poll_interval")
+    template_fields: Sequence[str] = (*aws_template_fields(), "spec", "poll_interval", "cache")
+    cache_stage: str | None = None  # the stage's name in the cache; None: never cached (deployments)
+    cache_noun = "job"
+    cache_job_key = "job_name"  # the result's key naming what a cache entry records
 
     def __init__(self, *, spec: Any = None, wait_for_completion: bool = True, deferrable: bool | None = None,
-                 poll_interval: float = 30, **kwargs: Any):  # fmt: skip
+                 poll_interval: float = 30, cache: CacheConfig | bool | None = None, **kwargs: Any):  # fmt: skip
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.spec = spec
         self.wait_for_completion = wait_for_completion
         self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.poll_interval = poll_interval
+        self.cache = CacheConfig.of(cache)
+        if self.cache is not None and self.cache_stage is None:
+            raise ValueError(f"cache: {type(self).__name__} is never cached (it deploys or decides per run)")
         self._waiting: Wait | None = None
+        self._fingerprint: str | None = None
 
     def _set_xcomargs_dependencies(self) -> None:
         """As BaseOperator does for its template fields, but also inside the spec (and its channels)."""
@@ -90,6 +105,27 @@ class StageOperator(AwsBaseOperator):
     def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
         """The XCom of `wait_for_completion=False`: what a sensor needs to wait on it."""
         return {"kind": wait.kind.name, "resource_id": wait.resource_id}
+
+    def cache_parts(self, context: Context) -> caching.CacheParts:
+        """What decides the stage's output (stages with a `cache_stage`); no AWS call."""
+        raise NotImplementedError
+
+    def cache_reusable(self, entry: dict[str, Any]) -> str | None:
+        """Why the recorded job cannot be reused (None: it can): by default, an output it wrote is gone."""
+        missing = caching.missing_outputs(self.s3_hook().get_conn(), caching.s3_uris_in(entry["result"]))
+        return f"its output {missing[0]} is gone" if missing else None
+
+    def adopt_fingerprint(self, tagged: str | None, resource: str) -> None:
+        """A resource an earlier try made keeps the fingerprint it was tagged with: code or inputs may have
+        changed since, and the cache must not record it under what it is not (untagged: nothing recorded)."""
+        if self._fingerprint is not None and tagged != self._fingerprint:
+            self.log.info("%s was started by an earlier try with fingerprint %s, not %s: it keeps its own.",
+                          resource, tagged, self._fingerprint)  # fmt: skip
+            self._fingerprint = tagged
+
+    def fingerprint_tags(self) -> list[dict[str, str]]:
+        """The tag that marks a job with the fingerprint of the stage that launched it."""
+        return [{"Key": FINGERPRINT_TAG, "Value": self._fingerprint}] if self._fingerprint else []
 
     def failed(self, context: Context, event: dict[str, Any]) -> None:
         """A wait ended in failure (or could not describe the resource): raise with the reason."""
@@ -115,13 +151,36 @@ class StageOperator(AwsBaseOperator):
     def execute(self, context: Context) -> Any:
         if self.spec is not None:
             self.spec.validate()
+        if self.cache_stage is not None:
+            parts = self.cache_parts(context)
+            if self.cache is not None:
+                self.cache.validate(parts.names())
+            self._fingerprint = self._compute_fingerprint(parts)
+            if self._fingerprint and self.cache is not None and self.cache.enabled:
+                reused = caching.reuse(self, self._fingerprint, self.cache)
+                if reused is not None:
+                    return reused
         return self._drive(context, None)
 
-    def resume(self, context: Context, event: dict[str, Any] | None = None, recheck: bool = False) -> Any:
+    def _compute_fingerprint(self, parts: caching.CacheParts) -> str | None:
+        try:
+            key, inputs = caching.compute(self.cache_stage, parts, self.cache, self.s3_hook().get_conn())
+        except ClientError as error:  # the stage can still run; it is just not cached
+            self.log.warning("No stage fingerprint (its inputs could not be listed): %s", error)
+            return None
+        self.log.info("Stage fingerprint %s (inputs: %s)", key,
+                      ", ".join(f"{n}={v[:12]}" for n, v in inputs.items()) or "none")  # fmt: skip
+        return key
+
+    def resume(self, context: Context, event: dict[str, Any] | None = None, recheck: bool = False,
+               fingerprint: str | None = None) -> Any:  # fmt: skip
         if not event or "status" not in event:
             raise AirflowException(f"The trigger returned no event: {event!r}")
         if self.spec is not None:  # a resumed task renders its spec again: convert the strings again
             self.spec.validate()
+        if self.cache is not None:
+            self.cache.validate()
+        self._fingerprint = fingerprint  # what the stage was before it started, not what its inputs are now
         return self._drive(context, None if recheck and event["status"] == "success" else event)
 
     def _drive(self, context: Context, settled: dict[str, Any] | None) -> Any:
@@ -131,7 +190,9 @@ class StageOperator(AwsBaseOperator):
                 raise AirflowException(failure_message(settled))  # a `failed` that does not raise still fails
             outcome = self.advance(context, settled)
             if not isinstance(outcome, Wait):
-                return outcome
+                if self._fingerprint is None:
+                    return outcome
+                return caching.record(self, context, self._fingerprint, self.cache, outcome)
             self._waiting = outcome
             if not self.wait_for_completion:
                 result = self.submitted(context, outcome)
@@ -142,7 +203,7 @@ class StageOperator(AwsBaseOperator):
                 self.defer(trigger=StageTrigger(
                     outcome.kind.name, outcome.resource_id, self.poll_interval, outcome.stop_on_kill,
                     self.aws_conn_id, self.region_name, self.verify, self.botocore_config), method_name="resume",
-                    kwargs={"recheck": outcome.recheck})  # fmt: skip
+                    kwargs={"recheck": outcome.recheck, "fingerprint": self._fingerprint})  # fmt: skip
             settled = self._wait_here(outcome)
             if outcome.recheck and settled["status"] == "success":
                 settled = None

@@ -6,8 +6,9 @@ from typing import Any
 
 from mlscale.hooks.resources import TRAINING
 from mlscale.links import TrainingJobLink
+from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
-from mlscale.specs.training import TrainingSpec, build_training_request
+from mlscale.specs.training import InputChannel, TrainingSpec, build_training_request
 
 
 class SageMakerScriptTrainingOperator(SageMakerJobOperator):
@@ -29,9 +30,26 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
     console_link = TrainingJobLink
     operator_extra_links = (TrainingJobLink(),)
     ui_color = "#ffd9b3"
+    cache_stage = "training"
 
     def __init__(self, *, spec: TrainingSpec, **kwargs: Any):
         super().__init__(spec=spec, **kwargs)
+
+    def cache_parts(self, context: Any) -> CacheParts:
+        """The request (job name and code left out), the source dir's content hash, the image, the S3 channels.
+        A channel on a file system (FSx) is named by its file system id: a run's own file system never hits."""
+        from mlscale.hooks.sourcedir import pack_source_dir
+        from mlscale.images import training_image_uri
+
+        region = self.hook.conn_region_name
+        image_uri = training_image_uri(self.spec, region)
+        _, content_hash = pack_source_dir(self.spec.source_dir)
+        request = build_training_request(self.spec, job_name="<job>", image_uri=image_uri, sourcedir_uri="<code>",
+                                         region=region)  # fmt: skip
+        request.pop("Tags", None)
+        inputs = {name: channel.s3_uri for name, channel in self.spec.channels().items()
+                  if isinstance(channel, InputChannel)}  # fmt: skip
+        return CacheParts(request, inputs, extras={"code": content_hash, "image": image_uri})
 
     def _create_job(self, job_name: str, region: str) -> None:
         from mlscale.hooks.sourcedir import pack_source_dir, upload_if_missing
@@ -48,4 +66,4 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
         )
         self.log.info("Creating training job %s: %s x %s, image %s", job_name, self.spec.instance_count,
                       self.spec.instance_type, image_uri)  # fmt: skip
-        self.hook.conn.create_training_job(**request)
+        self.hook.conn.create_training_job(**self.tagged(request))

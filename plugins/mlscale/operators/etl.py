@@ -1,0 +1,68 @@
+"""ETL as a stage: one Athena query (UNLOAD or CTAS) that writes the run's data under a prefix."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow.providers.amazon.aws.hooks.athena import AthenaHook
+
+from mlscale.hooks.resources import ATHENA_QUERY
+from mlscale.operators.caching import CacheParts
+from mlscale.operators.stage import StageOperator, Wait
+from mlscale.specs.etl import AthenaEtlSpec
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class AthenaEtlOperator(StageOperator):
+    """Run the spec's query and wait for it; the result names the data it wrote.
+
+    What the provider's AthenaOperator does (StartQueryExecution, a deferred wait, StopQueryExecution on
+    kill), on the stage model, so ETL has a fingerprint and can be cached: the query text with its own
+    `data_prefix` left out, the database, and the objects of the prefixes it reads (`inputs`). Each new
+    query first empties `data_prefix` (an UNLOAD needs an empty location; a failed try may have left files).
+    XCom: query_execution_id, data_prefix, objects, bytes, data_scanned_bytes.
+    """
+
+    aws_hook_class = AthenaHook
+    template_ext = (".sql",)
+    ui_color = "#ede4ff"
+    cache_stage = "etl"
+    cache_noun = "Athena query"
+    cache_job_key = "query_execution_id"
+
+    def __init__(self, *, spec: AthenaEtlSpec, poll_interval: float = 2, **kwargs: Any):
+        super().__init__(spec=spec, poll_interval=poll_interval, **kwargs)
+
+    def cache_parts(self, context: Context) -> CacheParts:
+        request = self.spec.request()
+        request.pop("ResultConfiguration")  # where Athena keeps its result files does not change the data
+        return CacheParts(request, inputs=dict(self.spec.inputs), outputs={"data": self.spec.data_prefix})
+
+    def cache_reusable(self, entry: dict[str, Any]) -> str | None:
+        query = ATHENA_QUERY.describe_or_none(self.hook.conn, entry["job"])
+        if query is not None and ATHENA_QUERY.status(query) not in ATHENA_QUERY.succeeded:
+            return f"it is {ATHENA_QUERY.status(query)}"
+        # Athena keeps a query's history 45 days; the data it wrote is what counts
+        return super().cache_reusable(entry)
+
+    def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
+        if settled is None:
+            s3 = self.s3_hook()
+            bucket, prefix = s3.parse_s3_url(self.spec.data_prefix)
+            left = s3.list_keys(bucket_name=bucket, prefix=prefix)
+            if left:
+                s3.delete_objects(bucket=bucket, keys=left)
+                self.log.info("Deleted %d object(s) an earlier try left under %s", len(left), self.spec.data_prefix)
+            query_id = self.hook.conn.start_query_execution(**self.spec.request())["QueryExecutionId"]
+            self.log.info("Started Athena query %s writing %s", query_id, self.spec.data_prefix)
+            return Wait(ATHENA_QUERY, query_id)
+        query = ATHENA_QUERY.describe(self.hook.conn, settled["resource_id"])
+        bucket, _, prefix = self.spec.data_prefix.removeprefix("s3://").partition("/")
+        pages = self.s3_hook().get_conn().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        objects = [obj for page in pages for obj in page.get("Contents", [])]
+        return {"query_execution_id": settled["resource_id"], "state": ATHENA_QUERY.status(query),
+                "data_prefix": self.spec.data_prefix, "objects": len(objects),
+                "bytes": sum(obj["Size"] for obj in objects),
+                "data_scanned_bytes": (query.get("Statistics") or {}).get("DataScannedInBytes")}  # fmt: skip
