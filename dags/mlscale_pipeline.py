@@ -26,7 +26,6 @@ import json
 from pathlib import Path
 
 import pendulum
-from airflow.providers.amazon.aws.operators.athena import AthenaOperator
 from airflow.providers.amazon.aws.operators.cloud_formation import (
     CloudFormationCreateStackOperator,
     CloudFormationDeleteStackOperator,
@@ -38,6 +37,7 @@ from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTrigg
 
 from mlscale.datasets.digits import SAMPLE_ZERO
 from mlscale.operators import (
+    AthenaEtlOperator,
     BatchMultiNodeTrainingOperator,
     DataQualityOperator,
     FSxDeleteFileSystemOperator,
@@ -53,10 +53,11 @@ from mlscale.operators import (
 )
 from mlscale.pipeline.form import pipeline_form
 from mlscale.pipeline.raw_data import arrivals_prefix
-from mlscale.pipeline.steps import clears_prefix_before_each_try
 from mlscale.settings import setting
 from mlscale.specs import (
+    AthenaEtlSpec,
     BatchTrainingSpec,
+    CacheConfig,
     CompilationSpec,
     DiagnosisSpec,
     EdgeDeploymentSpec,
@@ -106,6 +107,11 @@ HYPERPARAMETERS = {"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.00
 POLL = {"aws_conn_id": AWS_CONN_ID, "poll_interval": "{{ params.poll_interval }}"}
 
 
+def stage_cache() -> CacheConfig:
+    """The `cache` param turns the stage cache on for a job stage (one config per task: each renders its own)."""
+    return CacheConfig(enabled="{{ params.cache }}", expire_after="P30D")
+
+
 with DAG(
     dag_id="mlscale_pipeline",
     description="ETL -> shards -> distributed training, after the AWS whitepaper Power Machine Learning at Scale",
@@ -135,22 +141,25 @@ with DAG(
                                 bucket_key=layout["partition_markers"], deferrable=True, poke_interval=60,
                                 timeout=12 * 3600)  # fmt: skip
 
-    etl = AthenaOperator(
+    # The stages downstream read where each stage says its output is (etl.output["data_prefix"]), not the
+    # run's layout: a stage the cache reused points at the run that made it.
+    etl = AthenaEtlOperator(
         task_id="etl",
-        aws_conn_id=AWS_CONN_ID,
-        query="sql/etl_digits.sql",
-        database="{{ params.database }}",
-        output_location=f"s3://{BUCKET}/mlscale/athena-results/",
-        sleep_time=2,
-        on_execute_callback=clears_prefix_before_each_try(AWS_CONN_ID, "plan_run", "etl_prefix"),
+        spec=AthenaEtlSpec(
+            query="sql/etl_digits.sql", database="{{ params.database }}", data_prefix=layout["etl_prefix"],
+            output_location=f"s3://{BUCKET}/mlscale/athena-results/", inputs={"raw": layout["partition_prefixes"]},
+        ),
+        cache=stage_cache(),
         outlets=[TRAINING_DATA],
+        **POLL,
     )
+    etl_data = etl.output["data_prefix"]
 
     quality = DataQualityOperator(
         task_id="quality",
         spec=QualitySpec(
             database="{{ params.database }}", table="raw_digits", partition_start=layout["window_start"],
-            partition_end=layout["window_end"], data_prefix=layout["etl_prefix"],
+            partition_end=layout["window_end"], data_prefix=etl_data,
             report_prefix=f"s3://{BUCKET}/mlscale/quality", output_location=f"s3://{BUCKET}/mlscale/athena-results/",
             thresholds="{{ params.quality }}",
         ),
@@ -170,7 +179,7 @@ with DAG(
         print(f"ETL output: {plan['etl']}; storage: {plan['storage']['reason']} FSx: {plan['fsx_reason']}")
         return plan
 
-    plan = plan_shards(layout["etl_prefix"])
+    plan = plan_shards(etl_data)
 
     shard = SageMakerProcessingScriptOperator(
         task_id="shard",
@@ -180,13 +189,18 @@ with DAG(
             image_uri=setting("processing_image") or TRAINING_IMAGE,
             code_location=f"s3://{BUCKET}/mlscale/code/processing",
             arguments=["--shards", plan["shard_count"], "--seed", layout["seed"], "--test-fraction", "0.1"],
-            inputs={"data": ProcessingInput(layout["etl_prefix"], "/opt/ml/processing/input/data")},
+            inputs={"data": ProcessingInput(etl_data, "/opt/ml/processing/input/data")},
             outputs={"shards": ProcessingOutput("/opt/ml/processing/output/shards", layout["shards_uri"]),
                      "test": ProcessingOutput("/opt/ml/processing/output/test", layout["test_uri"]),
-                     "eval": ProcessingOutput("/opt/ml/processing/output/eval", layout["eval_uri"])},  # fmt: skip
+                     # the held-out set for Batch Transform: shard.py writes --eval-dir's features/ and labels/
+                     "features": ProcessingOutput("/opt/ml/processing/output/eval/features",
+                                                       layout["eval_features_uri"]),
+                     "labels": ProcessingOutput("/opt/ml/processing/output/eval/labels",
+                                                     layout["eval_labels_uri"])},  # fmt: skip
             instance_type="ml.m5.xlarge",
             max_runtime_seconds=3600,
         ),
+        cache=stage_cache(),
         **POLL,
     )
 
@@ -195,7 +209,7 @@ with DAG(
         enabled=plan["fsx_enabled"],
         skip_reason=plan["fsx_reason"],
         spec=FSxLustreSpec(
-            data_repository_path=layout["shards_uri"], deployment_type=plan["fsx_deployment_type"],
+            data_repository_path=shard.output["shards_uri"], deployment_type=plan["fsx_deployment_type"],
             storage_capacity_gib=plan["fsx_storage_capacity_gib"], per_unit_storage_throughput=plan["fsx_throughput"],
             subnet_id=SUBNET_ID, security_group_ids=[SECURITY_GROUP_ID], file_system_path="/shards",
         ),
@@ -209,7 +223,7 @@ with DAG(
 
         return training_channels(shards_uri, test_uri, fsx, SUBNET_ID, SECURITY_GROUP_ID)
 
-    channels = training_inputs(layout["shards_uri"], layout["test_uri"], stage_fsx.output)
+    channels = training_inputs(shard.output["shards_uri"], shard.output["test_uri"], stage_fsx.output)
 
     train = SageMakerScriptTrainingOperator(
         task_id="train",
@@ -232,6 +246,7 @@ with DAG(
             max_runtime_seconds=3600,
             tags={"project": "mlscale"},
         ),
+        cache=stage_cache(),
         **POLL,
     )
 
@@ -280,11 +295,12 @@ with DAG(
             vcpus=int(CLUSTER.get("NodeVcpus", 1)), memory_mib=int(CLUSTER.get("NodeMemoryMiB", 2048)),
             gpus=int(CLUSTER.get("NodeGpus", 0)),
             hyperparameters=HYPERPARAMETERS,
-            inputs={"train": layout["shards_uri"], "test": layout["test_uri"]},  # the nodes read S3, not FSx
+            inputs={"train": shard.output["shards_uri"], "test": shard.output["test_uri"]},  # S3, not FSx
             metric_definitions=METRICS,
             timeout_seconds=3600,
             tags={"project": "mlscale"},
         ),
+        cache=stage_cache(),
         **POLL,
     )
     # A cluster is billed while its instances run: delete the stack after training, even when it fails.
@@ -315,14 +331,15 @@ with DAG(
             model_artifact=model["model_artifact"],
             role_arn=ROLE_ARN,
             image_uri=INFERENCE_IMAGE,
-            features_uri=layout["eval_features_uri"],
-            labels_uri=layout["eval_labels_uri"],
+            features_uri=shard.output["features_uri"],
+            labels_uri=shard.output["labels_uri"],
             output_uri=layout["evaluation_uri"],
             model_package_group="mlscale-digits",
             min_value="{{ params.min_accuracy }}",
             champion_tolerance="{{ params.champion_tolerance }}",
             manual_approval="{{ params.gate_mode == 'manual' }}",
         ),
+        cache=stage_cache(),
         **POLL,
     )
 
@@ -350,6 +367,7 @@ with DAG(
             input_shapes={"input0": [1, 64]},  # one flattened 8x8 image, as the endpoint receives it
             target_device="{{ params.target_device }}",
         ),
+        cache=stage_cache(),
         **POLL,
     )
 

@@ -23,11 +23,12 @@ def run_dag(dag_file: Path, dag_id: str, conf: dict | None = None) -> dict:
         raise RuntimeError(f"DAG import errors: {bag.import_errors}")
     dag = bag.get_dag(dag_id)
     run = dag.test(run_conf=conf or {})
+    run_seconds = (run.end_date - run.start_date).total_seconds() if run.end_date and run.start_date else None
     with create_session() as session:
         rows = session.query(XComModel).filter(XComModel.run_id == run.run_id, XComModel.dag_id == dag_id,
                                                XComModel.key == "return_value").all()  # fmt: skip
         xcoms = {row.task_id: XComModel.deserialize_value(row) for row in rows}
-    return {"state": str(run.state), "run_id": run.run_id, "xcoms": xcoms}
+    return {"state": str(run.state), "run_id": run.run_id, "xcoms": xcoms, "run_seconds": run_seconds}
 
 
 DEMO_BAKE_SECONDS = 10
@@ -107,7 +108,8 @@ def print_summary(result: dict, wall_seconds: float) -> None:
         f"  compiled (Neo)   {_compile_line(xcoms.get('compile'), xcoms.get('evaluate'))}",
         f"  endpoint         {_endpoint_line(xcoms.get('deploy_endpoint'))}",
         f"  edge devices     {_edge_line(xcoms.get('deploy_edge'))}",
-        f"  wall time        {wall_seconds:.1f} s",
+        f"  stage cache      {_cache_line(xcoms)}",
+        f"  wall time        {wall_seconds:.1f} s (the pipeline run {result.get('run_seconds') or 0:.1f} s)",
     ]
     print("\n".join(lines))
 
@@ -136,6 +138,17 @@ def _training_lines(train: dict, layout: dict, stack_status: str | None) -> list
             f"  training job     {train.get('job_name', '-')}",
             f"  instances        {train.get('instance_count', '-')} x {train.get('instance_type', '-')}",
             f"  billable seconds {train.get('billable_seconds', '-')}"]  # fmt: skip
+
+
+def _cache_line(xcoms: dict) -> str:
+    """Which stages the cache reused (and from which run), which ran; off: just that."""
+    stages = {task: value["cache"] for task, value in xcoms.items()
+              if isinstance(value, dict) and "cache" in value and task != "trained"}  # trained: train's result again
+    if not any(c.get("enabled") for c in stages.values()):
+        return "off (every stage ran; params.cache=true reuses unchanged stages)"
+    reused = [f"{task}: reused {c['reused']} from run {c['from_run']}" for task, c in sorted(stages.items()) if c["hit"]]
+    ran = sorted(task for task, c in stages.items() if not c["hit"])
+    return "\n                   ".join([*reused, f"ran: {', '.join(ran) or 'none'}"])
 
 
 def _raw_line(produced: dict) -> str:

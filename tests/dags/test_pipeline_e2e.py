@@ -1,5 +1,6 @@
 """The example DAG, parsed by Airflow and run end to end against the emulator (what `make demo` does)."""
 
+import json
 import os
 import re
 import subprocess
@@ -29,10 +30,12 @@ def test_dag_parses_with_its_params_form():
     assert dag.get_task("delete_fsx").is_teardown
     assert dag.params["instance_count"] == 2
     assert dag.get_task("wait_for_data").upstream_task_ids == {"plan_run"}
-    assert dag.get_task("etl").upstream_task_ids == {"wait_for_data"}
-    assert dag.get_task("plan_shards").upstream_task_ids == {"quality", "plan_run"}
+    assert dag.get_task("etl").upstream_task_ids == {"wait_for_data", "plan_run"}
+    # each stage reads where the stage before says its output is (a reused job's run), not the run's layout
+    assert dag.get_task("plan_shards").upstream_task_ids == {"quality", "etl"}
+    assert dag.get_task("shard").upstream_task_ids == {"etl", "plan_run", "plan_shards"}
     assert dag.get_task("train").upstream_task_ids == {"training_inputs", "plan_shards", "choose_backend"}
-    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx", "plan_run"}
+    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx", "shard"}
 
 
 def test_the_ec2_backend_trains_on_a_cluster_stack_the_run_creates_and_deletes():
@@ -55,7 +58,7 @@ def test_the_ec2_backend_trains_on_a_cluster_stack_the_run_creates_and_deletes()
     assert isinstance(delete, CloudFormationDeleteStackOperator) and delete.is_teardown
     assert delete.upstream_task_ids == {"create_cluster", "train_on_batch", "plan_run"}
     assert dag.get_task("create_cluster").upstream_task_ids == {"choose_backend", "plan_run"}
-    assert dag.get_task("train_on_batch").upstream_task_ids == {"cluster_outputs", "plan_run"}
+    assert dag.get_task("train_on_batch").upstream_task_ids == {"cluster_outputs", "shard"}
     assert dag.get_task("trained").upstream_task_ids == {"train", "train_on_batch"}
     assert dag.get_task("trained").trigger_rule == "none_failed_min_one_success"
     assert dag.get_task("diagnose").upstream_task_ids == {"train"}  # SageMaker's utilisation metrics only
@@ -194,7 +197,7 @@ def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
     source = (REPO / "dags" / "mlscale_pipeline.py").read_text()
     assert "xcom_pull" not in source and "sys.path" not in source and "os.environ" not in source
     dag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"]
-    assert dag.get_task("evaluate").upstream_task_ids == {"trained", "plan_run"}
+    assert dag.get_task("evaluate").upstream_task_ids == {"trained", "plan_run", "shard"}
     assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
     assert not dag.render_template_as_native_obj  # the specs convert rendered strings themselves
 
@@ -215,3 +218,40 @@ def test_the_gate_mode_param_reaches_the_evaluation_when_rendered():
         evaluate = DagBag(dag_folder=str(REPO / "dags" / path)).dags[dag_id].get_task("evaluate")
         assert "manual_approval" in type(evaluate.spec).template_fields
         assert "{{ params.gate_mode" in evaluate.spec.manual_approval
+
+
+@pytest.mark.e2e
+def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparameter_reruns_from_train(tmp_path):
+    from mlscale.emulator import control
+    from mlscale.emulator.settings import EmulatorSettings
+
+    small = {"cache": True, "epochs": 1, "deploy_target": "none", "min_accuracy": 0.5, "champion_tolerance": 1,
+             "records_per_day": 1000}  # fmt: skip
+    first = run_demo(tmp_path, json.dumps(small))
+    first_run = re.search(r"DAG run\s+(\S+): success", first).group(1)
+    job = re.search(r"training job\s+(\S+)", first).group(1)
+    assert re.search(r"stage cache\s+ran: compile, etl, evaluate, shard, train\n", first)
+
+    second = run_demo(tmp_path, json.dumps(small))
+    assert re.search(r"DAG run\s+\S+: success", second) and first_run not in second.splitlines()[1]
+    for task in ("compile", "etl", "evaluate", "shard", "train"):  # each names the first run's job
+        assert re.search(rf"{task}: reused \S+ from run {re.escape(first_run)}", second), task
+    assert f"train: reused {job} from run" in second and "ran: none" in second
+    assert re.search(rf"training job\s+{job}", second)  # evaluated, compiled: the same model
+
+    third = run_demo(tmp_path, json.dumps({**small, "epochs": 2}))  # one hyperparameter changed
+    assert re.search(rf"etl: reused \S+ from run {re.escape(first_run)}", third)
+    assert re.search(rf"shard: reused \S+ from run {re.escape(first_run)}", third)
+    assert re.search(r"ran: compile, evaluate, train\n", third)
+
+    # the emulator's own record (its state survives the demos' restarts): one job per stage that ran
+    config = EmulatorSettings(host="127.0.0.1", port=free_port(), home=tmp_path / "emulator")
+    control.up(config)
+    try:
+        sagemaker = control.client(config, "sagemaker")
+        counts = {kind: len(sagemaker.get_paginator(f"list_{kind}_jobs").paginate().build_full_result()[key])
+                  for kind, key in (("training", "TrainingJobSummaries"), ("processing", "ProcessingJobSummaries"),
+                                    ("transform", "TransformJobSummaries"), ("compilation", "CompilationJobSummaries"))}  # fmt: skip
+    finally:
+        control.down(config)
+    assert counts == {"training": 2, "processing": 1, "transform": 2, "compilation": 2}

@@ -5,17 +5,28 @@ from __future__ import annotations
 import io
 import json
 import uuid
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 import pyarrow.parquet as pq
 import pytest
 from airflow.sdk.exceptions import AirflowException
-
 from mlscale.hooks.catalog import ensure_parquet_table
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
-from mlscale.operators import AthenaEtlOperator, SageMakerEndpointDeployOperator, SageMakerProcessingScriptOperator
-from mlscale.specs import (AthenaEtlSpec, CacheConfig, EndpointSpec, ProcessingInput, ProcessingOutput, ProcessingSpec,
-                           SpecError)  # fmt: skip
+from mlscale.operators import (
+    AthenaEtlOperator,
+    SageMakerEndpointDeployOperator,
+    SageMakerProcessingScriptOperator,
+)
+from mlscale.specs import (
+    AthenaEtlSpec,
+    CacheConfig,
+    EndpointSpec,
+    ProcessingInput,
+    ProcessingOutput,
+    ProcessingSpec,
+    SpecError,  # fmt: skip
+)
+
 from tests.conftest import ROLE_ARN
 from tests.operators.test_training_operator import QUICK, FakeTI, make_operator
 
@@ -115,7 +126,7 @@ def test_an_expired_entry_or_a_deleted_output_runs_again(emulator, clients, tmp_
     bucket, _, prefix = location.removeprefix("s3://").partition("/")
     key = f"{prefix}/training/{first['fingerprint']}.json"
     entry = json.loads(clients["s3"].get_object(Bucket=bucket, Key=key)["Body"].read())
-    entry["recorded_at"] = (datetime.now(timezone.utc) - timedelta(days=2)).isoformat()  # as if two days old
+    entry["recorded_at"] = (datetime.now(UTC) - timedelta(days=2)).isoformat()  # as if two days old
     clients["s3"].put_object(Bucket=bucket, Key=key, Body=json.dumps(entry).encode())
     assert run_training(tmp_path, "expiry", "manual__run-2", cache=cache(location, expire_after="P3D"))["cache"]["hit"]
     expired = run_training(tmp_path, "expiry", "manual__run-3", cache=cache(location, expire_after="P1D"))
@@ -166,7 +177,6 @@ def test_processing_reuses_across_runs_with_their_own_output_prefixes(emulator, 
 
 def test_etl_query_reuses_its_data_until_a_raw_object_changes(emulator, clients, tmp_path, location):
     import boto3
-
     from mlscale.datasets.raw_digits import generate_day
 
     for day in ("2026-10-05", "2026-10-06"):

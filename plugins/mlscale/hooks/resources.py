@@ -99,11 +99,12 @@ def training_summary(d: dict) -> dict[str, Any]:
 
 
 def processing_summary(d: dict) -> dict[str, Any]:
-    outputs = (d.get("ProcessingOutputConfig") or {}).get("Outputs", [])
+    """Also each output as `<name>_uri`: a DAG passes `shard.output["shards_uri"]` on (an XComArg's [] is a key)."""
+    outputs = {o["OutputName"]: o["S3Output"]["S3Uri"] for o in (d.get("ProcessingOutputConfig") or {}).get(
+        "Outputs", []) if "S3Output" in o}  # fmt: skip
     return {"job_name": d["ProcessingJobName"], "job_arn": d.get("ProcessingJobArn"),
-            "status": d["ProcessingJobStatus"],
-            "outputs": {o["OutputName"]: o["S3Output"]["S3Uri"] for o in outputs if "S3Output" in o},
-            "exit_message": d.get("ExitMessage")}  # fmt: skip
+            "status": d["ProcessingJobStatus"], "outputs": outputs,
+            **{f"{name}_uri": uri for name, uri in outputs.items()}, "exit_message": d.get("ExitMessage")}  # fmt: skip
 
 
 def transform_summary(d: dict) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 FINGERPRINT_TAG = "mlscale:fingerprint"  # on the job a stage launched (SageMaker and Batch tags)
@@ -76,11 +76,11 @@ def write_entry(s3_hook: Any, location: str, stage: str, key: str, *, job: str, 
 
     uri = entry_uri(location, stage, key)
     entry = {"fingerprint": key, "stage": stage, "job": job, "dag_id": dag_id, "run_id": run_id,
-             "task_id": task_id, "recorded_at": datetime.now(timezone.utc).isoformat(), "result": result}  # fmt: skip
+             "task_id": task_id, "recorded_at": datetime.now(UTC).isoformat(), "result": result}  # fmt: skip
     put_object(s3_hook, uri, json.dumps(entry, default=str).encode(), "application/json")
     return uri
 
 
 def age(entry: dict[str, Any]) -> float:
     """Seconds since the entry was recorded."""
-    return (datetime.now(timezone.utc) - datetime.fromisoformat(entry["recorded_at"])).total_seconds()
+    return (datetime.now(UTC) - datetime.fromisoformat(entry["recorded_at"])).total_seconds()

@@ -17,7 +17,12 @@ from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.naming import resource_name
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.stage import StageOperator, Wait
-from mlscale.specs.batch import LAUNCHER, BatchTrainingSpec, build_submit_request, job_definition_request
+from mlscale.specs.batch import (
+    LAUNCHER,
+    BatchTrainingSpec,
+    build_submit_request,
+    job_definition_request,
+)
 from mlscale.specs.rules import require
 
 if TYPE_CHECKING:

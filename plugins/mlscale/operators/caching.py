@@ -13,12 +13,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mlscale.hooks.stage_cache import age, fingerprint, read_entry, s3_identity, with_placeholders, write_entry
+from mlscale.hooks.stage_cache import (
+    age,
+    fingerprint,
+    read_entry,
+    s3_identity,
+    with_placeholders,
+    write_entry,
+)
 
 if TYPE_CHECKING:
     from mlscale.specs.cache import CacheConfig
 
 IGNORED = "(ignored)"
+# Part of every fingerprint: bumped when a stage's result (what an entry replays) changes shape, so entries
+# that older mlscale versions recorded are not replayed to DAGs that expect the new keys
+RESULT_FORMAT = 1
 
 
 @dataclass
@@ -58,7 +68,8 @@ def compute(stage: str, parts: CacheParts, config: CacheConfig | None, s3_client
                   for name, uris in parts.inputs.items()}  # fmt: skip
     extras = {name: IGNORED if name in ignored else (value() if callable(value) else value)
               for name, value in parts.extras.items()}  # fmt: skip
-    body = {"request": with_placeholders(parts.request, placeholders), "inputs": identities, **extras}
+    body = {"request": with_placeholders(parts.request, placeholders), "inputs": identities, **extras,
+            "result_format": RESULT_FORMAT}  # fmt: skip
     return fingerprint(stage, version, body), identities
 
 

@@ -28,8 +28,8 @@ from botocore.exceptions import ClientError
 
 from mlscale.hooks.resources import ResourceKind, failure_message
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
-from mlscale.operators import caching
 from mlscale.hooks.watch import ResourceWatch
+from mlscale.operators import caching
 from mlscale.operators.deferral import default_deferrable
 from mlscale.specs.cache import CacheConfig
 from mlscale.triggers.stage import StageTrigger
@@ -141,10 +141,13 @@ class StageOperator(AwsBaseOperator):
                            config=self.botocore_config, client_type=service).get_conn()  # fmt: skip
 
     def s3_hook(self) -> Any:
+        """One S3Hook per task run (a boto3 client costs ~0.1 s to make; the cache checks make several calls)."""
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-        return S3Hook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                      config=self.botocore_config)  # fmt: skip
+        if getattr(self, "_s3", None) is None:
+            self._s3 = S3Hook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
+                              config=self.botocore_config)  # fmt: skip
+        return self._s3
 
     # -- the life ---------------------------------------------------------------------------------------------
 
@@ -156,6 +159,8 @@ class StageOperator(AwsBaseOperator):
             if self.cache is not None:
                 self.cache.validate(parts.names())
             self._fingerprint = self._compute_fingerprint(parts)
+            if self._fingerprint:  # visible while it runs; and what a resumed try reads back (see resume)
+                context["ti"].xcom_push(key="fingerprint", value=self._fingerprint)
             if self._fingerprint and self.cache is not None and self.cache.enabled:
                 reused = caching.reuse(self, self._fingerprint, self.cache)
                 if reused is not None:
@@ -180,7 +185,12 @@ class StageOperator(AwsBaseOperator):
             self.spec.validate()
         if self.cache is not None:
             self.cache.validate()
-        self._fingerprint = fingerprint  # what the stage was before it started, not what its inputs are now
+        # what the stage was before it started, not what its inputs are now; `dag.test()` resumes with the
+        # event alone (no defer kwargs), so the try's own XCom is the fallback (a deferral keeps its XComs)
+        ti = context["ti"]
+        if fingerprint is None and self.cache_stage is not None and hasattr(ti, "xcom_pull"):
+            fingerprint = ti.xcom_pull(task_ids=ti.task_id, key="fingerprint", map_indexes=ti.map_index)
+        self._fingerprint = fingerprint
         return self._drive(context, None if recheck and event["status"] == "success" else event)
 
     def _drive(self, context: Context, settled: dict[str, Any] | None) -> Any:

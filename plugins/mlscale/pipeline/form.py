@@ -51,6 +51,10 @@ def pipeline_form(database: str) -> dict[str, Param]:
                          description="Where training reads from: the storage advisor's choice, or forced"),
         "metrics_period": Param(60, type="integer", enum=[1, 5, 10, 30, 60, 120, 300, 600, 900, 1800, 3600],
                                 description="CloudWatch period (s) of the utilisation the diagnosis reads"),
+        "cache": Param(False, type="boolean",
+                       description="Reuse the latest successful job of each stage whose fingerprint (request, code, "
+                                   "input data) matches: ETL, shard, train, evaluate, compile; never the deploys. "
+                                   "An unchanged re-run launches no job"),
         "poll_interval": Param(5, type="integer", minimum=1, maximum=300,
                                description="Seconds between status checks of long-running jobs"),
     }  # fmt: skip

@@ -67,9 +67,10 @@ def plan_run_window(bucket: str, params: dict, interval_start, interval_end, dag
     run_after = pendulum.instance(dag_run.run_after)
     arrived = arrived_days(triggering_asset_events)
     start, end = training_window(interval_start, interval_end, run_after, arrived=arrived)
+    markers = marker_uris(bucket, start.date(), end.date())
     if arrived:
         print(f"new data arrived for {', '.join(d.isoformat() for d in arrived)}: training on "
               f"{start.to_date_string()}..{end.subtract(days=1).to_date_string()}")
     return {**run_layout(bucket, dag_run.run_id, start, end), "arrived": [d.isoformat() for d in arrived],
-            "partition_markers": marker_uris(bucket, start.date(), end.date()),
+            "partition_markers": markers, "partition_prefixes": [m.rsplit("/", 1)[0] + "/" for m in markers],
             "model_version": model_version(end, run_after)}  # fmt: skip

@@ -10,8 +10,8 @@ from mlscale.specs.errors import SpecError
 from mlscale.specs.etl import AthenaEtlSpec
 from mlscale.specs.evaluation import EvaluationSpec
 from mlscale.specs.fsx import FSxLustreSpec
-from mlscale.specs.quality import QualitySpec
 from mlscale.specs.processing import ProcessingInput, ProcessingOutput, ProcessingSpec
+from mlscale.specs.quality import QualitySpec
 from mlscale.specs.training import FileSystemChannel, InputChannel, TrainingSpec
 
 __all__ = ["AthenaEtlSpec", "BatchTrainingSpec", "CacheConfig", "CompilationSpec", "DiagnosisSpec", "EdgeDeploymentSpec", "EndpointSpec", "EvaluationSpec", "FSxLustreSpec", "FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "QualitySpec", "SpecError", "TrainingSpec"]

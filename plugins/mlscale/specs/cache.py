@@ -69,7 +69,7 @@ class CacheConfig:
         """A CacheConfig from an operator's `cache` argument: None, a CacheConfig, True/False or its dict."""
         if value is None or isinstance(value, CacheConfig):
             return value
-        if isinstance(value, bool) or isinstance(value, str):
+        if isinstance(value, (bool, str)):
             return cls(enabled=value)  # type: ignore[arg-type] - a templated bool is validated later
         if isinstance(value, dict):
             return cls(**value)
