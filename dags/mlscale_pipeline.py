@@ -51,13 +51,12 @@ from mlscale.operators import (
     SageMakerScriptTrainingOperator,
     TrainingDiagnosisOperator,
 )
-from mlscale.pipeline.form import pipeline_form
+from mlscale.pipeline.form import pipeline_form, stage_cache
 from mlscale.pipeline.raw_data import arrivals_prefix
 from mlscale.settings import setting
 from mlscale.specs import (
     AthenaEtlSpec,
     BatchTrainingSpec,
-    CacheConfig,
     CompilationSpec,
     DiagnosisSpec,
     EdgeDeploymentSpec,
@@ -94,22 +93,14 @@ RAW_ARRIVALS = Asset(name="mlscale_raw_arrivals", uri=arrivals_prefix(BUCKET), w
 # Fresh training data: downstream DAGs can schedule on it (schedule=[TRAINING_DATA]).
 TRAINING_DATA = Asset(name="mlscale_training_data", uri=f"s3://{BUCKET}/mlscale/etl/")
 LOADER_WORKERS = 1
+OUT = "/opt/ml/processing/output"  # the shard job's local output directories
 # training_backend=batch: the deep-learning cluster as code, one stack per run, created and deleted by the run
 CLUSTER = json.loads(setting("batch_cluster"))
 CLUSTER_TEMPLATE = (INCLUDE / "cloudformation" / "dl_cluster.yaml").read_text()
-METRICS = {
-    "train:loss": r"train_loss=([0-9.]+)",
-    "test:loss": r"test_loss=([0-9.]+)",
-    "test:accuracy": r"test_accuracy=([0-9.]+)",
-    "data:wait_fraction": r"data_wait_fraction=([0-9.]+)",
-}
+METRICS = {"train:loss": r"train_loss=([0-9.]+)", "test:loss": r"test_loss=([0-9.]+)",
+           "test:accuracy": r"test_accuracy=([0-9.]+)", "data:wait_fraction": r"data_wait_fraction=([0-9.]+)"}
 HYPERPARAMETERS = {"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.003, "loader-workers": LOADER_WORKERS}
 POLL = {"aws_conn_id": AWS_CONN_ID, "poll_interval": "{{ params.poll_interval }}"}
-
-
-def stage_cache() -> CacheConfig:
-    """The `cache` param turns the stage cache on for a job stage (one config per task: each renders its own)."""
-    return CacheConfig(enabled="{{ params.cache }}", expire_after="P30D")
 
 
 with DAG(
@@ -141,8 +132,7 @@ with DAG(
                                 bucket_key=layout["partition_markers"], deferrable=True, poke_interval=60,
                                 timeout=12 * 3600)  # fmt: skip
 
-    # The stages downstream read where each stage says its output is (etl.output["data_prefix"]), not the
-    # run's layout: a stage the cache reused points at the run that made it.
+    # Downstream stages read where a stage says its output is, not the layout: a reused job's run made it.
     etl = AthenaEtlOperator(
         task_id="etl",
         spec=AthenaEtlSpec(
@@ -169,15 +159,9 @@ with DAG(
     @task(multiple_outputs=True)
     def plan_shards(etl_prefix: str, params=None) -> dict:
         """Measure the ETL output; the storage advisor picks the input mode, FSx or not, and the shard count."""
-        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+        from mlscale.pipeline.steps import plan_from_etl_output
 
-        from mlscale.hooks.catalog import parquet_stats
-        from mlscale.pipeline.steps import plan_training_data
-
-        plan = plan_training_data(parquet_stats(S3Hook(aws_conn_id=AWS_CONN_ID).get_conn(), etl_prefix), params,
-                                  LOADER_WORKERS)  # fmt: skip
-        print(f"ETL output: {plan['etl']}; storage: {plan['storage']['reason']} FSx: {plan['fsx_reason']}")
-        return plan
+        return plan_from_etl_output(AWS_CONN_ID, etl_prefix, params, LOADER_WORKERS)
 
     plan = plan_shards(etl_data)
 
@@ -190,13 +174,11 @@ with DAG(
             code_location=f"s3://{BUCKET}/mlscale/code/processing",
             arguments=["--shards", plan["shard_count"], "--seed", layout["seed"], "--test-fraction", "0.1"],
             inputs={"data": ProcessingInput(etl_data, "/opt/ml/processing/input/data")},
-            outputs={"shards": ProcessingOutput("/opt/ml/processing/output/shards", layout["shards_uri"]),
-                     "test": ProcessingOutput("/opt/ml/processing/output/test", layout["test_uri"]),
-                     # the held-out set for Batch Transform: shard.py writes --eval-dir's features/ and labels/
-                     "features": ProcessingOutput("/opt/ml/processing/output/eval/features",
-                                                       layout["eval_features_uri"]),
-                     "labels": ProcessingOutput("/opt/ml/processing/output/eval/labels",
-                                                     layout["eval_labels_uri"])},  # fmt: skip
+            outputs={"shards": ProcessingOutput(f"{OUT}/shards", layout["shards_uri"]),
+                     "test": ProcessingOutput(f"{OUT}/test", layout["test_uri"]),
+                     # the held-out set for Batch Transform: shard.py writes its --eval-dir's features/, labels/
+                     "features": ProcessingOutput(f"{OUT}/eval/features", layout["eval_features_uri"]),
+                     "labels": ProcessingOutput(f"{OUT}/eval/labels", layout["eval_labels_uri"])},  # fmt: skip
             instance_type="ml.m5.xlarge",
             max_runtime_seconds=3600,
         ),
@@ -275,10 +257,9 @@ with DAG(
     @task(multiple_outputs=True)
     def cluster_outputs(stack_name: str) -> dict:
         """The stack's Outputs: the job queue and job definition the training job runs on."""
-        from airflow.providers.amazon.aws.hooks.cloud_formation import CloudFormationHook
+        from mlscale.pipeline.steps import stack_outputs
 
-        stack = CloudFormationHook(aws_conn_id=AWS_CONN_ID).get_conn().describe_stacks(StackName=stack_name)
-        return {o["OutputKey"]: o["OutputValue"] for o in stack["Stacks"][0].get("Outputs", [])}
+        return stack_outputs(AWS_CONN_ID, stack_name)
 
     cluster = cluster_outputs(layout["cluster_stack"])
 

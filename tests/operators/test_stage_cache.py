@@ -187,10 +187,10 @@ def test_etl_query_reuses_its_data_until_a_raw_object_changes(emulator, clients,
     ensure_parquet_table(glue, "cache_test", "raw", "s3://mlscale-test/cache-raw/",
                          {"record_id": "string", "label": "bigint", "pixels": "binary"}, date_partition="dt")  # fmt: skip
 
-    def run(run_id: str) -> dict:
+    def run(run_id: str, columns: str = "record_id, label") -> dict:
         target = f"s3://mlscale-test/cache-etl/{run_id}/"
         spec = AthenaEtlSpec(
-            query=f"UNLOAD (SELECT record_id, label FROM cache_test.raw WHERE dt = '2026-10-05') TO '{target}' "
+            query=f"UNLOAD (SELECT {columns} FROM cache_test.raw WHERE dt = '2026-10-05') TO '{target}' "
                   "WITH (format = 'PARQUET')",
             database="cache_test", data_prefix=target, output_location="s3://mlscale-test/athena-results/",
             inputs={"raw": ["s3://mlscale-test/cache-raw/dt=2026-10-05/"]})  # fmt: skip
@@ -204,6 +204,7 @@ def test_etl_query_reuses_its_data_until_a_raw_object_changes(emulator, clients,
     # another day of the table changes nothing this query reads
     clients["s3"].put_object(Bucket="mlscale-test", Key="cache-raw/dt=2026-10-06/part-1.parquet", Body=b"")
     assert run("run-3")["cache"]["hit"] is True
+    assert run("run-3b", columns="record_id, label, pixels")["cache"]["hit"] is False  # the SQL changed
     clients["s3"].copy_object(Bucket="mlscale-test", Key="cache-raw/dt=2026-10-05/part-1.parquet",
                               CopySource={"Bucket": "mlscale-test", "Key": "cache-raw/dt=2026-10-05/part-0.parquet"})
     changed = run("run-4")

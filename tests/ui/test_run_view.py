@@ -16,6 +16,8 @@ XCOMS = {
                 "plots": ["s3://demo/q/label_balance.png"]},
     "shard": {"outputs": {"shards": "s3://demo/runs/1/shards/train/"}},
     "train": {"job_name": "job-1", "model_artifact": "s3://demo/models/job-1/output/model.tar.gz", "instance_count": 2,
+              "fingerprint": "ab12cd34ef56" + "0" * 52,
+              "cache": {"hit": True, "enabled": True, "reused": "job-1", "from_run": "manual__0"},
               "instance_type": "ml.c5.xlarge", "final_metrics": {"test:accuracy": 0.99}, "billable_seconds": 20},
     "diagnose": {"verdict": "under-utilised", "reasons": ["CPU p95 15% < 70%"],
                  "recommendation": {"step": "batch-size", "instance_count": 2, "instance_type": "ml.c5.xlarge",
@@ -23,7 +25,8 @@ XCOMS = {
     "evaluate": {"decision": "Approved", "reasons": ["accuracy 0.99 meets 0.9"], "model_package_arn": "arn:pkg/1",
                  "metrics": {"accuracy": 0.99, "macro_f1": 0.99, "samples": 7000},
                  "confusion_matrix_uri": "s3://demo/eval/confusion_matrix.png"},
-    "compile": {"compiled_artifact": "s3://demo/compiled/model-ml_c5.tar.gz"},
+    "compile": {"compiled_artifact": "s3://demo/compiled/model-ml_c5.tar.gz", "fingerprint": "ff" * 32,
+                "cache": {"hit": False, "enabled": True}},
     "deploy_endpoint": {"endpoint_name": "mlscale-digits", "sample_answer": "[[9.1, 0.2]]"},
     "deploy_edge": {"deployment_id": "dep-1", "devices": {"device-1": {"status": "SUCCEEDED", "answer": "0"}}},
 }  # fmt: skip
@@ -56,6 +59,9 @@ def test_the_page_shows_timeline_plots_and_lineage():
     text = page.text
     assert "stage_raw_data" in text and "30.0 s" in text and "class='failed'" in text  # timeline with states
     assert "Data quality: passed" in text and "label_balance.png" in text
+    # the stage cache: train reused an earlier run's job, compile ran and was recorded; both show fingerprints
+    assert "reused job-1 from run manual__0" in text and "(ab12cd34ef56)" in text
+    assert "ran; recorded" in text and "(ffffffffffff)" in text
     assert "Diagnosis: under-utilised" in text and "batch-size" in text
     assert "Evaluation: gate Approved" in text and "confusion_matrix.png" in text
     lineage = text[text.index("class='lineage'"):]

@@ -8,6 +8,14 @@ from __future__ import annotations
 
 from airflow.sdk import Param
 
+from mlscale.specs.cache import CacheConfig
+
+
+def stage_cache() -> CacheConfig:
+    """The pipeline's job stages' CacheConfig: on when the run's `cache` param is (a new object per task: each
+    task renders its own)."""
+    return CacheConfig(enabled="{{ params.cache }}", expire_after="P30D")
+
 
 def pipeline_form(database: str) -> dict[str, Param]:
     """The params of dags/mlscale_pipeline.py; `database` is the Glue database's default."""

@@ -27,26 +27,24 @@ def produce_raw_days(aws_conn_id: str, bucket: str, database: str, logical_date,
     return {"days": [d.isoformat() for d in days], "written": written, "notice": notice}
 
 
-def clear_prefix(aws_conn_id: str, uri: str) -> int:
-    """Delete every object under `uri` (UNLOAD needs an empty location; a failed try may have left files)."""
+def plan_from_etl_output(aws_conn_id: str, etl_prefix: str, params: dict, loader_workers: int) -> dict[str, Any]:
+    """The example pipeline's plan_shards: measure the ETL output (Parquet footers), then plan_training_data."""
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-    hook = S3Hook(aws_conn_id=aws_conn_id)
-    bucket, prefix = hook.parse_s3_url(uri)
-    keys = hook.list_keys(bucket_name=bucket, prefix=prefix)
-    if keys:
-        hook.delete_objects(bucket=bucket, keys=keys)
-    return len(keys)
+    from mlscale.hooks.catalog import parquet_stats
+
+    plan = plan_training_data(parquet_stats(S3Hook(aws_conn_id=aws_conn_id).get_conn(), etl_prefix), params,
+                              loader_workers)  # fmt: skip
+    print(f"ETL output: {plan['etl']}; storage: {plan['storage']['reason']} FSx: {plan['fsx_reason']}")
+    return plan
 
 
-def clears_prefix_before_each_try(aws_conn_id: str, task_id: str, key: str):
-    """An on_execute_callback that empties the prefix an upstream task pushed as XCom `key`, before every
-    try (Athena UNLOAD needs an empty location, and a failed try may have left files)."""
+def stack_outputs(aws_conn_id: str, stack_name: str) -> dict[str, str]:
+    """A CloudFormation stack's Outputs by key (the cluster's job queue and job definition)."""
+    from airflow.providers.amazon.aws.hooks.cloud_formation import CloudFormationHook
 
-    def clear(context) -> None:
-        clear_prefix(aws_conn_id, context["ti"].xcom_pull(task_ids=task_id, key=key))
-
-    return clear
+    stack = CloudFormationHook(aws_conn_id=aws_conn_id).get_conn().describe_stacks(StackName=stack_name)
+    return {o["OutputKey"]: o["OutputValue"] for o in stack["Stacks"][0].get("Outputs", [])}
 
 
 def plan_training_data(stats: dict, params: dict, loader_workers: int) -> dict[str, Any]:

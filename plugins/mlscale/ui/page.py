@@ -31,8 +31,22 @@ def timeline(record: RunRecord) -> str:
         seconds = f"{task.seconds:.1f} s" if task.seconds is not None else "-"
         state_class = "failed" if task.state in ("failed", "upstream_failed") else "success" if task.state == "success" else ""
         rows.append(f"<tr><td>{_e(task.task_id)}</td><td class='{state_class}'>{_e(task.state)}</td><td>{seconds}</td>"
-                    f"<td style='width:320px'><span class='bar' style='margin-left:{offset:.1f}%;width:{width:.1f}%'></span></td></tr>")  # fmt: skip
-    return "<table><tr><th>stage</th><th>state</th><th>duration</th><th>timeline</th></tr>" + "".join(rows) + "</table>"
+                    f"<td style='width:320px'><span class='bar' style='margin-left:{offset:.1f}%;width:{width:.1f}%'></span></td>"
+                    f"<td>{cache_cell(record.xcoms.get(task.task_id))}</td></tr>")  # fmt: skip
+    return ("<table><tr><th>stage</th><th>state</th><th>duration</th><th>timeline</th><th>stage cache</th></tr>"
+            + "".join(rows) + "</table>")  # fmt: skip
+
+
+def cache_cell(result: Any) -> str:
+    """What the stage cache did for a task: reused which job from which run, or ran; and its fingerprint."""
+    if not isinstance(result, dict) or "fingerprint" not in result:
+        return ""
+    cache, short = result.get("cache") or {}, _e(str(result["fingerprint"])[:12])
+    if cache.get("hit"):
+        return (f"reused {_e(cache.get('reused'))} from run {_e(cache.get('from_run'))} "
+                f"<small title='{_e(result['fingerprint'])}'>({short})</small>")  # fmt: skip
+    state = "ran; recorded" if cache.get("enabled") else "ran (cache off)"
+    return f"{state} <small title='{_e(result['fingerprint'])}'>({short})</small>"
 
 
 def _image(artifact: Callable[[str], str], uri: str | None, alt: str) -> str:
