@@ -312,8 +312,7 @@ with DAG(
             model_artifact=model["model_artifact"],
             role_arn=ROLE_ARN,
             image_uri=INFERENCE_IMAGE,
-            features_uri=shard.output["features_uri"],
-            labels_uri=shard.output["labels_uri"],
+            features_uri=shard.output["features_uri"], labels_uri=shard.output["labels_uri"],
             output_uri=layout["evaluation_uri"],
             model_package_group="mlscale-digits",
             min_value="{{ params.min_accuracy }}",
@@ -347,6 +346,7 @@ with DAG(
             output_uri=layout["compiled_uri"],
             input_shapes={"input0": [1, 64]},  # one flattened 8x8 image, as the endpoint receives it
             target_device="{{ params.target_device }}",
+            model_package_arn=evaluate.output["model_package_arn"],  # lineage: the package it compiles
         ),
         cache=stage_cache(),
         **POLL,

@@ -23,7 +23,7 @@ def test_dag_parses_with_its_params_form():
                                     "stage_fsx", "train", "train_on_batch", "trained", "training_inputs",
                                     "wait_for_cluster", "wait_for_data"]  # fmt: skip
     assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
-    assert dag.get_task("compile").upstream_task_ids == {"approve", "trained", "plan_run"}
+    assert dag.get_task("compile").upstream_task_ids == {"approve", "trained", "plan_run", "evaluate"}
     assert dag.get_task("approve").upstream_task_ids == {"gate", "evaluate"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
     assert [a.name for a in dag.get_task("etl").outlets] == ["mlscale_training_data"]  # downstream DAGs schedule on it
@@ -92,9 +92,9 @@ def test_the_producer_writes_a_day_and_never_announces_a_backfill():
     assert dag.params["days"] == 7 and dag.params["announce"] is True
 
 
-def run_demo(tmp_path, *conf: str) -> str:
+def run_demo(tmp_path, *conf: str, env: dict | None = None) -> str:
     env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_EMULATOR_PORT": str(free_port()),
-           "MLSCALE_REPO": str(REPO)}  # fmt: skip
+           "MLSCALE_REPO": str(REPO), **(env or {})}  # fmt: skip
     env.pop("AIRFLOW_HOME", None)
     env.pop("AIRFLOW_CONN_AWS_DEFAULT", None)
     result = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", *conf], env=env, capture_output=True,
@@ -227,8 +227,12 @@ def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparame
 
     small = {"cache": True, "epochs": 1, "deploy_target": "none", "min_accuracy": 0.5, "champion_tolerance": 1,
              "records_per_day": 1000}  # fmt: skip
-    first = run_demo(tmp_path, json.dumps(small))
+    events = tmp_path / "openlineage.jsonl"  # the first run also reports its lineage (the file transport)
+    transport = json.dumps({"type": "file", "log_file_path": str(events), "append": True})
+    first = run_demo(tmp_path, json.dumps({**small, "deploy_target": "both"}),
+                     env={"AIRFLOW__OPENLINEAGE__TRANSPORT": transport})  # fmt: skip
     first_run = re.search(r"DAG run\s+(\S+): success", first).group(1)
+    check_lineage_graph(events)
     job = re.search(r"training job\s+(\S+)", first).group(1)
     assert re.search(r"stage cache\s+ran: compile, etl, evaluate, shard, train\n", first)
 
@@ -255,3 +259,50 @@ def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparame
     finally:
         control.down(config)
     assert counts == {"training": 2, "processing": 1, "transform": 2, "compilation": 2}
+
+
+def check_lineage_graph(events_file) -> None:
+    """The stages' OpenLineage events form one graph: raw data -> ETL -> shards -> model -> model package
+    -> compiled model -> endpoint and edge deployment, with the facets a lineage tool shows."""
+    completes = {}
+    for line in events_file.read_text().splitlines():
+        event = json.loads(line)
+        if event["eventType"] == "COMPLETE" and event["job"]["name"].startswith("mlscale_pipeline."):
+            completes[event["job"]["name"].split(".", 1)[1]] = event
+    edges: dict[tuple, set] = {}
+    for task, event in completes.items():
+        for dataset in event.get("inputs", []):
+            edges.setdefault((dataset["namespace"], dataset["name"]), set()).add(("job", task))
+        for dataset in event.get("outputs", []):
+            edges.setdefault(("job", task), set()).add((dataset["namespace"], dataset["name"]))
+
+    def reachable(start) -> set:
+        seen, todo = set(), [start]
+        while todo:
+            node = todo.pop()
+            if node not in seen:
+                seen.add(node)
+                todo.extend(edges.get(node, ()))
+        return seen
+
+    raw = ("awsathena://athena.us-east-1.amazonaws.com", "awsdatacatalog.mlscale.raw_digits")
+    downstream = reachable(raw)
+    for task in ("etl", "shard", "train", "evaluate", "compile", "deploy_endpoint", "deploy_edge"):
+        assert ("job", task) in downstream, task
+    package = next(n for n in downstream if n[1].startswith("model-package/mlscale-digits/"))
+    after_package = reachable(package)  # the compiled model and both deployments come from the registered package
+    assert ("arn:aws:sagemaker:us-east-1:123456789012", "endpoint/mlscale-digits") in after_package
+    assert any(n[0] == "arn:aws:greengrass:us-east-1:123456789012" and n[1].startswith("deployments:")
+               for n in after_package)  # fmt: skip
+    # the facets: the ETL output's schema, the training run's hyperparameters and metrics, the package's status
+    etl_output = completes["etl"]["outputs"][0]
+    assert [f["name"] for f in etl_output["facets"]["schema"]["fields"]] == ["record_id", "label", "pixels", "dt"]
+    train = completes["train"]["run"]["facets"]["mlscale_stage"]
+    assert train["details"]["hyperparameters"]["epochs"] == "1" and "test:accuracy" in train["details"]["final_metrics"]
+    assert len(train["fingerprint"]) == 64 and train["cache"] == {"hit": False, "enabled": True}
+    registered = next(d for d in completes["evaluate"]["outputs"] if d["name"].startswith("model-package/"))
+    assert registered["facets"]["mlscale_model_package"]["properties"]["approval_status"] == "Approved"
+    endpoint = completes["deploy_endpoint"]["outputs"][0]["facets"]["mlscale_endpoint"]["properties"]
+    assert endpoint["instance_type"] == "ml.c5.large" and endpoint["variant"] == "AllTraffic"
+    edge = completes["deploy_edge"]["outputs"][0]["facets"]["mlscale_greengrass_deployment"]["properties"]
+    assert edge["status"] == "COMPLETED" and set(edge["devices"].values()) == {"SUCCEEDED"}

@@ -57,6 +57,9 @@ def test_the_sensor_waits_for_the_markers_of_every_day_of_the_window():
     assert len(uris) == 7
     assert uris[0] == f"s3://{BUCKET}/mlscale/raw/_markers/dt=2026-10-04/_SUCCESS"
     assert uris[-1].endswith("dt=2026-10-10/_SUCCESS")
+    # and the ETL's fingerprint hashes the same days' data, not their markers
+    data = raw_data.partition_uris(BUCKET, date(2026, 10, 4), date(2026, 10, 11))
+    assert data[0] == f"s3://{BUCKET}/mlscale/raw/digits/dt=2026-10-04/" and len(data) == 7
 
 
 def test_an_arrival_notice_is_written_once_per_run_so_a_retry_starts_no_second_pipeline_run(aws):

@@ -161,3 +161,21 @@ def test_an_unknown_connection_is_404_and_the_api_docs_are_not_served(monkeypatc
         app.dependency_overrides[known_connection] = lambda: "aws_default"
     for path in ("/docs", "/redoc", "/openapi.json"):
         assert http.get(path).status_code == 404, path
+
+
+def test_the_lineage_is_drawn_from_the_facts_each_stage_reports_to_openlineage():
+    from mlscale.ui.page import lineage
+
+    facts = {
+        "etl": {"inputs": [{"namespace": "awsathena://athena.us-east-1.amazonaws.com", "name": "awsdatacatalog.db.raw"}],
+                "outputs": [{"namespace": "s3://demo", "name": "etl/run-1"}]},
+        "train": {"inputs": [{"namespace": "s3://demo", "name": "shards"}],
+                  "outputs": [{"namespace": "s3://demo", "name": "models/job-1/output/model.tar.gz"}]},
+        "evaluate": {"inputs": [], "outputs": [{"namespace": "arn:aws:sagemaker:us-east-1:123456789012",
+                                                "name": "model-package/digits/1"}]},
+    }  # fmt: skip
+    tasks = [TaskRow(t, "success", T0 + timedelta(seconds=i), T0 + timedelta(seconds=i + 1)) for i, t in enumerate(facts)]
+    html = lineage(RunRecord("d", "r", "success", tasks, {t: {"lineage": f} for t, f in facts.items()}))
+    order = ["awsdatacatalog.db.raw", "s3://demo/etl/run-1", "models/job-1/output/model.tar.gz",
+             "arn:aws:sagemaker:us-east-1:123456789012:model-package/digits/1"]
+    assert [html.index(item) for item in order] == sorted(html.index(item) for item in order)

@@ -95,6 +95,17 @@ class BatchMultiNodeTrainingOperator(StageOperator):
         return [[{key: (r.get("container") or {}).get(key) for key in keep} for r in
                  (d.get("nodeProperties") or {}).get("nodeRangeProperties", [])] for d in found]  # fmt: skip
 
+    def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
+        from mlscale.hooks import lineage
+
+        spec = self.spec
+        inputs = [lineage.s3(uri) for uri in (spec.inputs or {}).values() if uri.startswith("s3://")]
+        details = {"job_id": result["job_id"], "node_count": result["node_count"], "vcpus": spec.vcpus,
+                   "gpus": spec.gpus, "hyperparameters": {k: str(v) for k, v in (spec.hyperparameters or {}).items()},
+                   "final_metrics": result.get("final_metrics") or {}}  # fmt: skip
+        outputs = [lineage.s3(result["model_artifact"])] if result.get("model_artifact") else []
+        return inputs, outputs, details
+
     def cache_reusable(self, entry: dict[str, Any]) -> str | None:
         job = BATCH_JOB.describe_or_none(self.hook.conn, entry["job"])
         if job is None:

@@ -30,6 +30,15 @@ class SageMakerNeoCompilationOperator(SageMakerJobOperator):
         return CacheParts(self.spec.request("<job>"), inputs={"model": self.spec.model_artifact},
                           outputs={"compiled": self.spec.output_uri})  # fmt: skip
 
+    def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
+        from mlscale.hooks import lineage
+
+        inputs = [lineage.s3(self.spec.model_artifact)]
+        if self.spec.model_package_arn:  # the approved package this artifact is
+            inputs.append(lineage.arn(self.spec.model_package_arn))
+        details = {"job_name": result["job_name"], "target": result.get("target")}
+        return inputs, [lineage.s3(result["compiled_artifact"])], details
+
     def _create_job(self, job_name: str, region: str) -> None:
         self.log.info("Creating compilation job %s for %s", job_name,
                       self.spec.target_device or self.spec.target_platform)  # fmt: skip

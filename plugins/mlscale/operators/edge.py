@@ -173,7 +173,19 @@ class GreengrassEdgeDeployOperator(StageOperator):
         failed = {t: d["reason"] for t, d in devices.items() if d["status"] not in GREENGRASS_DEVICE.succeeded}
         if status != "COMPLETED" or failed:
             raise AirflowException(f"Greengrass deployment {deployment_id} {status}; devices not deployed: {failed}")
-        return {"deployment_id": deployment_id, "status": status, "devices": devices}
+        return {"deployment_id": deployment_id, "status": status, "devices": devices,
+                "target_arn": deployment.get("targetArn")}  # fmt: skip
+
+    def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
+        """The compiled model in; the deployment out (Greengrass ARNs: arn:aws:greengrass:<region>:<account>)."""
+        from mlscale.hooks import lineage
+
+        region, account = result["target_arn"].split(":")[3:5]
+        deployment = {"component": self.spec.component_name, "thing_group_arn": result["target_arn"],
+                      "status": result["status"], "devices": {t: d["status"] for t, d in result["devices"].items()}}  # fmt: skip
+        out = lineage.arn(f"arn:aws:greengrass:{region}:{account}:deployments:{result['deployment_id']}",
+                          greengrass_deployment=deployment)  # fmt: skip
+        return [lineage.s3(self.spec.compiled_artifact)], [out], deployment
 
     def _answer(self, thing: str) -> str | None:
         logs = self.aws_client("logs")

@@ -92,8 +92,18 @@ class SageMakerEndpointDeployOperator(StageOperator):
                                    f"({final.get('FailureReason', 'no reason given')})")  # fmt: skip
         policy = self._autoscale()
         answer = self._smoke_test()
-        return {"endpoint_name": spec.endpoint_name, "endpoint_config": config_name, "variant": VARIANT,
-                "scaling_policy": policy, "sample_answer": answer}  # fmt: skip
+        return {"endpoint_name": spec.endpoint_name, "endpoint_arn": final["EndpointArn"],
+                "endpoint_config": config_name, "variant": VARIANT, "scaling_policy": policy,
+                "sample_answer": answer}  # fmt: skip
+
+    def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
+        from mlscale.hooks import lineage
+
+        spec = self.spec
+        config = {"endpoint_config": result["endpoint_config"], "variant": VARIANT, "instance_type": spec.instance_type,
+                  "instance_count": spec.instance_count, "scaling_policy": result["scaling_policy"],
+                  "min_capacity": spec.min_capacity, "max_capacity": spec.max_capacity}  # fmt: skip
+        return [lineage.s3(spec.model_artifact)], [lineage.arn(result["endpoint_arn"], endpoint=config)], config
 
     def _update(self, serving: str, config_name: str) -> Wait:
         spec, sagemaker = self.spec, self.hook.conn

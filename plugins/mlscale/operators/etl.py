@@ -47,6 +47,18 @@ class AthenaEtlOperator(StageOperator):
         # Athena keeps a query's history 45 days; the data it wrote is what counts
         return super().cache_reusable(entry)
 
+    def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
+        """The tables the SQL reads and the raw prefixes; the data it wrote, with its Parquet schema."""
+        from mlscale.hooks import lineage
+
+        region, spec = self.hook.conn_region_name, self.spec
+        tables = [lineage.athena_table(region, db, table) for db, table in lineage.tables_read(spec.query, spec.database)]
+        raw = [lineage.s3(uri) for uris in spec.inputs.values() for uri in ([uris] if isinstance(uris, str) else uris)]
+        schema = lineage.parquet_schema(self.s3_hook().get_conn(), spec.data_prefix)
+        details = {"query_execution_id": result["query_execution_id"], "data_scanned_bytes": result["data_scanned_bytes"],
+                   "objects": result["objects"], "bytes": result["bytes"]}  # fmt: skip
+        return tables + raw, [lineage.s3(spec.data_prefix, schema=schema or None)], details
+
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         if settled is None:
             s3 = self.s3_hook()

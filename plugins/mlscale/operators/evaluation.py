@@ -60,6 +60,17 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
         recorded = entry["result"].get("decision")
         return None if status == recorded else f"its model package is now {status}, not {recorded}"
 
+    def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
+        from mlscale.hooks import lineage
+
+        spec = self.spec
+        package = lineage.arn(result["model_package_arn"], model_package={
+            "group": spec.model_package_group, "approval_status": result["decision"], "metrics": result["metrics"]})  # fmt: skip
+        details = {"transform_job": result["transform_job"], "decision": result["decision"],
+                   "reasons": result["reasons"], "metrics": result["metrics"]}  # fmt: skip
+        return ([lineage.s3(spec.model_artifact), lineage.s3(spec.features_uri), lineage.s3(spec.labels_uri)],
+                [lineage.s3(result["evaluation_uri"]), package], details)  # fmt: skip
+
     def _create_job(self, job_name: str, region: str) -> None:
         sagemaker = self.hook.conn
         try:

@@ -39,6 +39,15 @@ class SageMakerProcessingScriptOperator(SageMakerJobOperator):
                           extras={"code": hashlib.sha256(Path(spec.script).read_bytes()).hexdigest()[:16],
                                   "image": spec.image_uri})  # fmt: skip
 
+    def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
+        from mlscale.hooks import lineage
+
+        spec = self.spec
+        details = {"job_name": result["job_name"], "instance_type": spec.instance_type,
+                   "instance_count": spec.instance_count, "arguments": [str(a) for a in spec.arguments]}  # fmt: skip
+        return ([lineage.s3(i.s3_uri) for i in spec.inputs.values()],
+                [lineage.s3(uri) for uri in result.get("outputs", {}).values()], details)  # fmt: skip
+
     def _create_job(self, job_name: str, region: str) -> None:
         from mlscale.hooks.sourcedir import upload_if_missing
 

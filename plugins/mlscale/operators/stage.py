@@ -123,6 +123,26 @@ class StageOperator(AwsBaseOperator):
                           resource, tagged, self._fingerprint)  # fmt: skip
             self._fingerprint = tagged
 
+    def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
+        """What the stage read and wrote (mlscale.hooks.lineage datasets) and its details for the run facet."""
+        return [], [], {}
+
+    def _with_lineage(self, context: Context, result: dict[str, Any]) -> dict[str, Any]:
+        try:
+            inputs, outputs, details = self.lineage(context, result)
+        except Exception as error:  # noqa: BLE001 - lineage is a report: it never fails the stage
+            self.log.warning("No lineage for this stage: %s", error)
+            return result
+        if not inputs and not outputs:
+            return result
+        return {**result, "lineage": {"inputs": inputs, "outputs": outputs, "details": details}}
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The OpenLineage provider's hook: the stage's datasets and facets (mlscale.operators.lineage)."""
+        from mlscale.operators.lineage import operator_lineage
+
+        return operator_lineage(getattr(self, "_final", None))
+
     def fingerprint_tags(self) -> list[dict[str, str]]:
         """The tag that marks a job with the fingerprint of the stage that launched it."""
         return [{"Key": FINGERPRINT_TAG, "Value": self._fingerprint}] if self._fingerprint else []
@@ -164,6 +184,7 @@ class StageOperator(AwsBaseOperator):
             if self._fingerprint and self.cache is not None and self.cache.enabled:
                 reused = caching.reuse(self, self._fingerprint, self.cache)
                 if reused is not None:
+                    self._final = reused
                     return reused
         return self._drive(context, None)
 
@@ -200,9 +221,11 @@ class StageOperator(AwsBaseOperator):
                 raise AirflowException(failure_message(settled))  # a `failed` that does not raise still fails
             outcome = self.advance(context, settled)
             if not isinstance(outcome, Wait):
-                if self._fingerprint is None:
-                    return outcome
-                return caching.record(self, context, self._fingerprint, self.cache, outcome)
+                outcome = self._with_lineage(context, outcome)
+                if self._fingerprint is not None:
+                    outcome = caching.record(self, context, self._fingerprint, self.cache, outcome)
+                self._final = outcome
+                return outcome
             self._waiting = outcome
             if not self.wait_for_completion:
                 result = self.submitted(context, outcome)

@@ -51,6 +51,17 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
                   if isinstance(channel, InputChannel)}  # fmt: skip
         return CacheParts(request, inputs, extras={"code": content_hash, "image": image_uri})
 
+    def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
+        from mlscale.hooks import lineage
+
+        spec = self.spec
+        inputs = [lineage.s3(c.s3_uri) for c in spec.channels().values() if isinstance(c, InputChannel)]
+        details = {"job_name": result["job_name"], "hyperparameters": {k: str(v) for k, v in spec.hyperparameters.items()},
+                   "instance_type": result["instance_type"], "instance_count": result["instance_count"],
+                   "final_metrics": result.get("final_metrics") or {}, "billable_seconds": result.get("billable_seconds")}  # fmt: skip
+        outputs = [lineage.s3(result["model_artifact"])] if result.get("model_artifact") else []
+        return inputs, outputs, details
+
     def _create_job(self, job_name: str, region: str) -> None:
         from mlscale.hooks.sourcedir import pack_source_dir, upload_if_missing
         from mlscale.images import training_image_uri

@@ -61,7 +61,7 @@ def plan_run_window(bucket: str, params: dict, interval_start, interval_end, dag
     import pendulum
 
     from mlscale.pipeline.params import check_run_params
-    from mlscale.pipeline.raw_data import arrived_days, marker_uris
+    from mlscale.pipeline.raw_data import arrived_days, marker_uris, partition_uris
 
     check_run_params(params)
     run_after = pendulum.instance(dag_run.run_after)
@@ -72,5 +72,5 @@ def plan_run_window(bucket: str, params: dict, interval_start, interval_end, dag
         print(f"new data arrived for {', '.join(d.isoformat() for d in arrived)}: training on "
               f"{start.to_date_string()}..{end.subtract(days=1).to_date_string()}")
     return {**run_layout(bucket, dag_run.run_id, start, end), "arrived": [d.isoformat() for d in arrived],
-            "partition_markers": markers, "partition_prefixes": [m.rsplit("/", 1)[0] + "/" for m in markers],
+            "partition_markers": markers, "partition_prefixes": partition_uris(bucket, start.date(), end.date()),
             "model_version": model_version(end, run_after)}  # fmt: skip

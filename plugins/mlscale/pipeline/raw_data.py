@@ -56,6 +56,11 @@ def marker_uri(bucket: str, day: date) -> str:
     return f"{markers_prefix(bucket)}dt={day:%Y-%m-%d}/{MARKER}"
 
 
+def partition_uris(bucket: str, start: date, end: date) -> list[str]:
+    """The data prefixes of the days in [start, end): what the ETL reads (its stage fingerprint hashes them)."""
+    return [f"{raw_prefix(bucket)}dt={day:%Y-%m-%d}/" for day in days_ending(end - timedelta(days=1), (end - start).days)]
+
+
 def marker_uris(bucket: str, start: date, end: date) -> list[str]:
     """The `_SUCCESS` URIs of the days in [start, end): what the pipeline's partition sensor waits for."""
     return [marker_uri(bucket, day) for day in days_ending(end - timedelta(days=1), (end - start).days)]

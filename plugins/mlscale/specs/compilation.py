@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,8 +26,10 @@ class CompilationSpec:
     target_device: str | None = "ml_c5"
     target_platform: dict[str, str] = field(default_factory=dict)  # {"Os": "LINUX", "Arch": "ARM64"}
     max_runtime_seconds: int = 900  # AWS suggests starting with 900 s
+    model_package_arn: str | None = None  # the registered package the artifact is (lineage only; not sent)
 
-    template_fields = ("model_artifact", "role_arn", "output_uri", "input_shapes", "target_device")
+    template_fields = ("model_artifact", "role_arn", "output_uri", "input_shapes", "target_device",
+                       "model_package_arn")  # fmt: skip
 
     def validate(self) -> None:
         coerce_fields(self)
@@ -52,6 +55,9 @@ class CompilationSpec:
             require(self.target_platform.get("Arch") in _enum("TargetPlatformArch"), "target_platform.Arch",
                     f"must be one of {_enum('TargetPlatformArch')}", self.target_platform.get("Arch"))  # fmt: skip
         rules.in_range(self.max_runtime_seconds, "max_runtime_seconds", 1, 86400)
+        if self.model_package_arn is not None:
+            require(bool(re.match(r"^arn:aws[a-z-]*:sagemaker:[a-z0-9-]+:\d{12}:model-package/", self.model_package_arn)),
+                    "model_package_arn", "must be a SageMaker model package ARN", self.model_package_arn)  # fmt: skip
 
     def request(self, job_name: str) -> dict[str, Any]:
         input_config: dict[str, Any] = {"S3Uri": self.model_artifact, "Framework": self.framework,

@@ -53,7 +53,22 @@ def _image(artifact: Callable[[str], str], uri: str | None, alt: str) -> str:
     return f"<img src='{_e(artifact(uri))}' alt='{_e(alt)}'>" if uri else ""
 
 
+def _dataset_name(item: dict[str, Any]) -> str:
+    namespace, name = item.get("namespace", ""), item.get("name", "")
+    return f"{namespace}/{name}" if namespace.startswith("s3://") else f"{namespace}:{name}"
+
+
 def lineage(record: RunRecord) -> str:
+    """The datasets each stage read and wrote, from the same facts it reports to OpenLineage (its XCom's
+    `lineage`); a run recorded before stages reported lineage shows the XCom values it has instead."""
+    staged = [(t.task_id, record.xcoms[t.task_id]["lineage"]) for t in record.tasks
+              if isinstance(record.xcoms.get(t.task_id), dict) and record.xcoms[t.task_id].get("lineage")]  # fmt: skip
+    if staged:
+        first_inputs = "<br>".join(_e(_dataset_name(d)) for d in staged[0][1].get("inputs", [])[:3])
+        boxes = [f"<span><b>read</b><br>{first_inputs}</span>"] + [
+            f"<span><b>{_e(task)}</b><br>{'<br>'.join(_e(_dataset_name(d)) for d in facts.get('outputs', []))}</span>"
+            for task, facts in staged]  # fmt: skip
+        return "<div class='lineage'>" + " &rarr; ".join(boxes) + "</div>"
     outputs = record.stage("processing").get("outputs") or {}
     steps = [
         ("data", record.stage("quality").get("data_prefix")),
