@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import boto3
 import pytest
@@ -32,6 +33,18 @@ def wait_until(check, timeout: float = 120):
             return answer
         time.sleep(0.3)
     raise TimeoutError(check)
+
+
+def serving_processes(home: str) -> list[int]:
+    """The model servers (mlscale.emulator.serving) still running for the emulator at `home`."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        command = " ".join(process.info["cmdline"] or [])
+        if "mlscale.emulator.serving" in command and home in command:
+            found.append(process.info["pid"])
+    return found
 
 
 @pytest.fixture
@@ -127,6 +140,19 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     answer = client("sagemaker-runtime").invoke_endpoint(EndpointName="kept", Body="[[1, 1]]",
                                                          ContentType="application/json")  # fmt: skip
     assert json.loads(answer["Body"].read()) == [[3.0]]
+
+    # stopped again at once, while its model servers come back: none outlives the emulator
+    from mlscale.emulator import control
+    from mlscale.emulator.settings import EmulatorSettings
+
+    mlscale("emulator", "down", env=env)
+    config = EmulatorSettings(host="127.0.0.1", port=int(env["MLSCALE_EMULATOR_PORT"]),
+                              home=Path(env["MLSCALE_EMULATOR_HOME"]))  # fmt: skip
+    control.up(config)
+    control.down(config)
+    assert wait_until(lambda: not serving_processes(env["MLSCALE_EMULATOR_HOME"])), serving_processes(
+        env["MLSCALE_EMULATOR_HOME"])  # fmt: skip
+    assert mlscale("emulator", "up", env=env).returncode == 0
 
     reset = mlscale("emulator", "reset", env=env)
     assert reset.returncode == 0 and "reset (running" in reset.stdout

@@ -15,6 +15,7 @@ from pathlib import Path
 from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
+from mlscale.emulator.executors.processes import shutting_down
 from mlscale.emulator.executors.transform import ModelContainer, TransformFailed
 
 LOG_GROUP = "/aws/sagemaker/Endpoints"
@@ -48,8 +49,11 @@ class Fleet:
         for variant in self.variants:
             model = sagemaker.describe_model(ModelName=variant["ModelName"])
             container = model.get("PrimaryContainer") or (model.get("Containers") or [{}])[0]
-            servers = []
+            servers: list[ModelContainer] = []
+            self.servers[variant["VariantName"]] = servers  # filled as they start: stop() reaches each one
             for index in range(int(variant.get("InitialInstanceCount", 1))):
+                if shutting_down.is_set():  # a server started now would outlive the emulator
+                    raise TransformFailed("the emulator is stopping")
                 model_dir = root / variant["VariantName"] / f"instance-{index}"
                 model_dir.mkdir(parents=True, exist_ok=True)
                 if container.get("ModelDataUrl") and not any(model_dir.iterdir()):
@@ -59,7 +63,6 @@ class Fleet:
                 self._shippers.append(shipper)
                 env = {"SAGEMAKER_REGION": self.region, "PYTHONUNBUFFERED": "1", **(container.get("Environment") or {})}
                 servers.append(ModelContainer(Path(model_dir), None, _base_env(env), shipper, container.get("Image", "")))
-            self.servers[variant["VariantName"]] = servers
             self._round_robin[variant["VariantName"]] = itertools.cycle(servers)
         for servers in self.servers.values():
             for server in servers:

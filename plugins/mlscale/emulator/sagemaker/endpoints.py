@@ -24,6 +24,7 @@ from mlscale.emulator.transitions import ENDPOINT, Status, arm
 
 log = logging.getLogger(__name__)
 _fleets: dict[str, Router] = {}  # endpoint ARN -> its model servers (processes: not state, never saved)
+_starting: set = set()  # fleets whose model servers are still starting (not yet in _fleets)
 
 
 def _now() -> datetime:
@@ -42,12 +43,15 @@ class EmulatedEndpoint(sm_models.FakeEndpoint):
 
 def _bring_up(endpoint, config_name: str, variants: list[dict], region: str, on_ready) -> None:
     fleet = Fleet(endpoint.endpoint_name, config_name, variants, region)
+    _starting.add(fleet)  # an emulator stopped while it starts stops it too (its servers are sessions of their own)
     try:
         fleet.start()
     except (TransformFailed, Exception) as error:  # noqa: BLE001 - the reason goes on the endpoint
         fleet.stop()
         on_ready(None, str(error))
         return
+    finally:
+        _starting.discard(fleet)
     on_ready(fleet, None)
 
 
@@ -169,7 +173,7 @@ def install() -> None:
 
 
 def stop_all() -> None:
-    for fleet in list(_fleets.values()):
+    for fleet in [*_fleets.values(), *list(_starting)]:
         fleet.stop()
     _fleets.clear()
 
