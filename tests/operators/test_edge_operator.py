@@ -49,6 +49,18 @@ def test_deploys_to_every_device_and_a_retry_deploys_nothing_new(compiled, clien
     again = operator(compiled, "op-fleet").execute(context)
     assert again["deployment_id"] == first["deployment_id"]
 
+    # another run of the same model: a deployment of its own, which the devices complete without running the
+    # component again (the nucleus restarts only components whose version or configuration changed)
+    def lines() -> int:
+        return len(clients["logs"].get_log_events(logGroupName="/aws/greengrass/UserComponent/us-east-1/com.mlscale.Test",
+                                                  logStreamName="op-fleet-device-1", startFromHead=True)["events"])  # fmt: skip
+
+    before = lines()
+    other = operator(compiled, "op-fleet").execute({"ti": FakeTI("deploy_edge", run_id="manual__edge-1b")})
+    assert other["deployment_id"] != first["deployment_id"] and other["status"] == "COMPLETED"
+    assert {t: d["answer"] for t, d in other["devices"].items()} == {t: d["answer"] for t, d in first["devices"].items()}
+    assert lines() == before
+
 
 def test_a_failing_device_fails_the_task_with_its_reason(compiled):
     with pytest.raises(AirflowException, match="op-arm-device-1.*no manifest of com.mlscale.Test matches"):
@@ -74,13 +86,15 @@ def test_a_retry_after_a_kill_deploys_again_instead_of_reporting_the_canceled_on
     import boto3
     from airflow.sdk.exceptions import TaskDeferred
 
+    # a fleet of its own: devices already running this component would finish a new deployment at once
+    control.provision_edge_fleet(emulator, group="op-kill-fleet", count=2)
     context = {"ti": FakeTI("deploy_edge", run_id="manual__edge-killed")}
     with pytest.raises(TaskDeferred) as deferred:
-        operator(compiled, "op-fleet", deferrable=True).execute(context)
+        operator(compiled, "op-kill-fleet", deferrable=True).execute(context)
     greengrass = boto3.client("greengrassv2", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
     killed = deferred.value.trigger.resource_id
     greengrass.cancel_deployment(deploymentId=killed)  # what the trigger's on_kill calls
-    retried = operator(compiled, "op-fleet").execute(context)
+    retried = operator(compiled, "op-kill-fleet").execute(context)
     assert retried["deployment_id"] != killed and retried["status"] == "COMPLETED"
     assert greengrass.get_deployment(deploymentId=killed)["deploymentStatus"] == "CANCELED"
 

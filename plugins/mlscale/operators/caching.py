@@ -73,7 +73,7 @@ def compute(stage: str, parts: CacheParts, config: CacheConfig | None, s3_client
     return fingerprint(stage, version, body), identities
 
 
-def reuse(operator: Any, key: str, config: CacheConfig) -> dict[str, Any] | None:
+def reuse(operator: Any, context: Any, key: str, config: CacheConfig) -> dict[str, Any] | None:
     """The recorded result for this fingerprint, when it may be reused; None (and why, in the log) otherwise."""
     log, stage = operator.log, operator.cache_stage
     location = config.location or default_location()
@@ -93,6 +93,7 @@ def reuse(operator: Any, key: str, config: CacheConfig) -> dict[str, Any] | None
         return None
     log.info("Stage cache hit: reused %s %s from run %s (%s, recorded %s); launching nothing.", operator.cache_noun,
              entry["job"], entry["run_id"], entry["dag_id"], entry["recorded_at"])  # fmt: skip
+    operator.reusing(context, entry)
     cache = {"hit": True, "enabled": True, "reused": entry["job"], "from_run": entry["run_id"],
              "from_dag": entry["dag_id"], "recorded_at": entry["recorded_at"]}  # fmt: skip
     return {**entry["result"], "fingerprint": key, "cache": cache}

@@ -56,6 +56,9 @@ class SageMakerJobOperator(StageOperator):
             return f"it is {self.kind.status(description)}"
         return super().cache_reusable(entry)
 
+    def reusing(self, context: Context, entry: dict[str, Any]) -> None:
+        self.console_link.persist_for(context, self, job_name=entry["job"])  # the task's link: the reused job
+
     def tagged(self, request: dict[str, Any]) -> dict[str, Any]:
         """The create request with the stage's fingerprint among its Tags."""
         tags = [t for t in request.get("Tags", []) if t["Key"] != FINGERPRINT_TAG] + self.fingerprint_tags()

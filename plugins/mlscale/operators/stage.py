@@ -143,6 +143,9 @@ class StageOperator(AwsBaseOperator):
 
         return operator_lineage(getattr(self, "_final", None))
 
+    def reusing(self, context: Context, entry: dict[str, Any]) -> None:
+        """Called on a cache hit, before the recorded result is returned (a stage links to the reused job)."""
+
     def fingerprint_tags(self) -> list[dict[str, str]]:
         """The tag that marks a job with the fingerprint of the stage that launched it."""
         return [{"Key": FINGERPRINT_TAG, "Value": self._fingerprint}] if self._fingerprint else []
@@ -182,7 +185,7 @@ class StageOperator(AwsBaseOperator):
             if self._fingerprint:  # visible while it runs; and what a resumed try reads back (see resume)
                 context["ti"].xcom_push(key="fingerprint", value=self._fingerprint)
             if self._fingerprint and self.cache is not None and self.cache.enabled:
-                reused = caching.reuse(self, self._fingerprint, self.cache)
+                reused = caching.reuse(self, context, self._fingerprint, self.cache)
                 if reused is not None:
                     self._final = reused
                     return reused

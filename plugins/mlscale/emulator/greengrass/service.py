@@ -317,8 +317,11 @@ def _deploy_to_device(t: _Tables, deployment: dict, device: dict, policies: dict
     platform = {"os": device["platform"], "architecture": device["architecture"]}
     wanted = [(t.components[(n, s["componentVersion"])]["recipe"], s.get("configurationUpdate"))
               for n, s in deployment["components"].items()]  # fmt: skip
+    running = {_same(recipe, update) for recipe, update in t.device_components.get(thing, [])}
     try:
         for recipe, update in wanted:
+            if _same(recipe, update) in running:  # the nucleus restarts only what changed: nothing to do here
+                continue
             nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
     except nucleus.DeviceFailure as failure:
         reason = str(failure)
@@ -334,6 +337,11 @@ def _deploy_to_device(t: _Tables, deployment: dict, device: dict, policies: dict
     t.device_components[thing] = wanted
     _record(t, thing, deployment, "SUCCEEDED")
     return True
+
+
+def _same(recipe: dict, update: dict | None) -> tuple[str, str, str]:
+    """A component as the nucleus compares it: name, version and configuration update."""
+    return recipe["componentname"], recipe["componentversion"], json.dumps(update or {}, sort_keys=True)
 
 
 def _device_lock(thing: str) -> threading.Lock:
