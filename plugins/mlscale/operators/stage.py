@@ -211,7 +211,7 @@ class StageOperator(AwsBaseOperator):
             self.cache.validate()
         # what the stage was before it started, not what its inputs are now; `dag.test()` resumes with the
         # event alone (no defer kwargs), so the try's own XCom is the fallback (a deferral keeps its XComs)
-        ti = context["ti"]
+        ti = context.get("ti")
         if fingerprint is None and self.cache_stage is not None and hasattr(ti, "xcom_pull"):
             fingerprint = ti.xcom_pull(task_ids=ti.task_id, key="fingerprint", map_indexes=ti.map_index)
         self._fingerprint = fingerprint
