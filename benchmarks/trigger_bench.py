@@ -34,9 +34,8 @@ def sample():
         peak[0] = max(peak[0], proc.memory_info().rss); time.sleep(0.2)
 threading.Thread(target=sample, daemon=True).start()
 if side == "mlscale":
-    import mlscale.triggers
     from mlscale.triggers.stage import StageTrigger
-    mlscale.triggers.FIRST_EVENT_AFTER_SECONDS = 0.0
+    os.environ["AIRFLOW__MLSCALE__FIRST_EVENT_DELAY"] = "0"
     make = lambda name: StageTrigger("training", name, poll_interval=poll, aws_conn_id="bench")
 else:
     from airflow.providers.amazon.aws.triggers.sagemaker import SageMakerTrigger

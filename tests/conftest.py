@@ -185,10 +185,8 @@ def traced_model(module, *example) -> bytes:
 
 @pytest.fixture
 def no_trigger_hold(monkeypatch):
-    """Outside a scheduler there is no deferral race to wait out (mlscale.triggers.FIRST_EVENT_AFTER_SECONDS)."""
-    import mlscale.triggers
-
-    monkeypatch.setattr(mlscale.triggers, "FIRST_EVENT_AFTER_SECONDS", 0.0)
+    """Outside a scheduler there is no deferral race to wait out ([mlscale] first_event_delay)."""
+    monkeypatch.setenv("AIRFLOW__MLSCALE__FIRST_EVENT_DELAY", "0")
 
 
 def first_event(trigger) -> dict:

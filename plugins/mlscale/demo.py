@@ -61,9 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.update(env)
         # dag.test() resumes a deferred task in this process: the scheduler race the triggers wait out
         # (mlscale.triggers) cannot happen, so their first event need not be held
-        import mlscale.triggers
-
-        mlscale.triggers.FIRST_EVENT_AFTER_SECONDS = 0.0
+        os.environ["AIRFLOW__MLSCALE__FIRST_EVENT_DELAY"] = "0"
         ensure_training_pool()
         # the producer loads the week the pipeline run trains on; no arrival notice: this run is started here
         producer = {"days": 7, "announce": False, "records_per_day": conf.pop("records_per_day", DEMO_RECORDS_PER_DAY)}

@@ -4,6 +4,8 @@
   `--skip-serve-logs` (their log servers bind every interface, and on one machine the API server reads the
   task and trigger log files directly);
 - LocalExecutor and the simple auth manager, as standalone forces them;
+- the scheduler with the fix for apache/airflow#72716 (mlscale.local_scheduler), so the stage triggers need
+  not hold their first event;
 - each in its own session, so a Ctrl-C in the terminal reaches `mlscale airflow` only, which stops them in
   order (SIGTERM, their graceful shutdown; SIGKILL for what is left after the grace period).
 """
@@ -31,14 +33,16 @@ def commands(port: int) -> dict[str, list[str]]:
 
 class Components:
     def __init__(self, env: dict[str, str], log_dir: Path, port: int):
-        self.env = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER}
+        self.env = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
+                    "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0"}  # fmt: skip
         self.log_dir, self.port = log_dir, port
         self.processes: dict[str, subprocess.Popen] = {}
 
     def start(self) -> None:
         for name, args in commands(self.port).items():
             with open(self.log_dir / f"{name}.log", "ab") as log:
-                self.processes[name] = subprocess.Popen([sys.executable, "-m", "airflow", *args], env=self.env,
+                module = "mlscale.local_scheduler" if name == "scheduler" else "airflow"
+                self.processes[name] = subprocess.Popen([sys.executable, "-m", module, *args], env=self.env,
                                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                         start_new_session=True)  # fmt: skip
 

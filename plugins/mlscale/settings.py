@@ -32,6 +32,10 @@ OPTIONS: dict[str, tuple[str, str]] = {
                       "\"96\", \"NodeMemoryMiB\": \"1100000\", \"NodeGpus\": \"8\", \"EnableEfa\": \"true\", "
                       "\"MaxvCpus\": \"384\"}."),
     "training_pool": ("mlscale_training", "The Airflow pool that bounds concurrent training jobs (account quotas)."),
+    "first_event_delay": ("15", "Seconds a stage trigger holds its first event after it starts. Airflow 3.3 can fail a "
+                          "resumed task whose trigger fired within seconds of its deferral (apache/airflow#72716); "
+                          "jobs on AWS take minutes, so the hold rarely costs. `mlscale airflow` sets 0: its "
+                          "scheduler carries the fix."),
     "cache_location": ("", "The s3:// prefix of the stage cache's entries (one JSON object per stage fingerprint); "
                        "empty: s3://<bucket>/mlscale/cache."),
 }

@@ -8,7 +8,6 @@ import urllib.request
 import pytest
 from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
-import mlscale.triggers
 from mlscale.links import TrainingJobLink
 from mlscale.operators import SageMakerScriptTrainingOperator
 from mlscale.specs import SpecError, TrainingSpec
@@ -114,7 +113,7 @@ def _no_trigger_hold(no_trigger_hold):
 def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulator, clients, tmp_path, capfd,
                                                                          monkeypatch):
     # a short hold keeps the test quick; the job itself ends sooner than it
-    monkeypatch.setattr(mlscale.triggers, "FIRST_EVENT_AFTER_SECONDS", 4.0)
+    monkeypatch.setenv("AIRFLOW__MLSCALE__FIRST_EVENT_DELAY", "4")
     operator, context = make_operator(tmp_path, QUICK, "deferred")
     assert operator.deferrable is True
     with pytest.raises(TaskDeferred) as deferred:

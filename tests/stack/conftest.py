@@ -97,9 +97,9 @@ class AirflowStack:
             time.sleep(2)
 
     def wait_until_parked(self, run_id: str, task_id: str, dag_id: str, timeout: float = 120) -> None:
-        """The scheduler has handled the executor's event for the try that parked in awaiting_input. Answering
-        before that hits Airflow's stale-event race (apache/airflow#72716): the resumed try, queued or running
-        when the stale success arrives, is failed as a state mismatch. A person takes longer; a test must wait."""
+        """The scheduler has handled the executor's event for the try that parked in awaiting_input. On a scheduler
+        without the fix for apache/airflow#72716 (mlscale.local_scheduler has it), answering before that fails the
+        resumed try as a state mismatch; a person takes longer, and the tests answer as a person would."""
         wanted = f"TaskInstance Finished: dag_id={dag_id}, task_id={task_id}, run_id={run_id},"
         deadline = time.monotonic() + timeout
         while not any(wanted in line and "state=awaiting_input" in line

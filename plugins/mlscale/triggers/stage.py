@@ -10,7 +10,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from mlscale.triggers import hold_first_event
+from mlscale.triggers import first_event_delay, hold_first_event
 
 # The waits' blocking polls (boto3) run here, not in the loop's default executor: that one has cores + 4
 # threads (6 on 2 cores), so hundreds of waits queued behind each other and saw their jobs end late.
@@ -78,7 +78,7 @@ class StageTrigger(BaseTrigger):
         except Exception as error:  # noqa: BLE001 - the task fails with it, rather than the triggerer logging it
             event = {"status": "error", "kind": self.kind, "resource_id": self.resource_id, "state": None,
                      "reason": f"{type(error).__name__}: {error}"}  # fmt: skip
-        await hold_first_event(started)
+        await hold_first_event(started, first_event_delay())
         yield TriggerEvent(event)
 
     async def on_kill(self) -> None:
