@@ -1,4 +1,5 @@
-"""Emulator overhead: a training job through the emulator against the same script run directly.
+"""Emulator overhead: a training job through the emulator against the same script run directly (and a
+processing job and a Batch Transform: benchmarks/emulator_jobs_bench.py, on the same emulator).
 
 The job: include/training/train.py on the digits data, 1 and 2 instances (DDP over gloo). Through the
 emulator: CreateTrainingJob until DescribeTrainingJob says Completed (data download, processes, log shipping,
@@ -103,6 +104,10 @@ def figures(quick: bool = False) -> list:
                 results.append(Figure(f"emulator_overhead_training_{instances}_instance{'s' if instances > 1 else ''}",
                                       median(emulated), median(direct), "<= 1.1", "s",
                                       f"train.py, {EPOCHS} epochs; emulator {spread(emulated)}; direct {spread(direct)}"))  # fmt: skip
+            import emulator_jobs_bench
+
+            model = sagemaker.describe_training_job(TrainingJobName="bench-1-0")["ModelArtifacts"]["S3ModelArtifacts"]
+            results += emulator_jobs_bench.figures(s3, sagemaker, work, model, rounds, 1000 if quick else 10_000)
         finally:
             server.stop()
     return results

@@ -14,8 +14,10 @@
   waits on mlscale's trigger against the provider's SageMakerTrigger.
 - Emulator overhead (benchmarks/emulator_bench.py): a training job through the
   emulator against the same script run directly, 1 and 2 instances.
-- Stage cache (benchmarks/cache_bench.py): the demo re-run unchanged with the
-  cache on against its first run; the jobs the re-run launched.
+- The demo (benchmarks/demo_bench.py): its orchestration overhead (the run's wall
+  time less its jobs' own time, per task), the emulator server's peak RSS against
+  plain moto given the same objects, and the stage cache (the demo re-run
+  unchanged against its first run; the jobs the re-run launched).
 
 Run with `make bench` (MLSCALE_BENCH_QUICK=1: fewer rounds, smaller data, 200 waits). Samples interleave the
 two sides so drift hits both. Each figure is printed with its goal; all go to .mlscale/bench.json
@@ -95,13 +97,13 @@ def main() -> int:
         print(figure.line(), flush=True)
 
     sys.path.insert(0, str(REPO / "benchmarks"))
-    import cache_bench
     import data_bench
+    import demo_bench
     import emulator_bench
     import trigger_bench
 
     for group in (data_bench.figures(quick), trigger_bench.figures(quick), emulator_bench.figures(quick),
-                  cache_bench.figures(quick)):
+                  demo_bench.figures(quick)):
         for figure in group:
             print(figure.line(), flush=True)
             figures.append(figure)

@@ -52,6 +52,17 @@ def test_compiles_and_the_compiled_model_answers_like_the_original(clients, arti
     assert torch.allclose(compiled(x), artifact(x), atol=1e-4)
 
 
+def test_the_compiler_runs_in_a_process_of_its_own_not_in_the_emulator_server(clients, artifact, emulator):
+    import psutil
+
+    from mlscale.emulator import control
+
+    job = compile_job(clients["sagemaker"], "neo-process", {"input0": [1, 64]})
+    assert job["CompilationJobStatus"] == "COMPLETED", job.get("FailureReason")
+    server = psutil.Process(control.running_pid(emulator))
+    assert not [m.path for m in server.memory_maps() if "libtorch" in m.path]  # torch is ~200 MB resident
+
+
 def test_a_wrong_input_shape_fails_with_the_reason(clients, artifact):
     job = compile_job(clients["sagemaker"], "neo-shape", {"input0": [1, 3, 224, 224]})
     assert job["CompilationJobStatus"] == "FAILED"

@@ -4,7 +4,8 @@ PyTorch models (TorchScript model.pt in model.tar.gz) are frozen, optimised
 for inference and traced at the DataInputConfig shape; the compiled model
 must agree with the original on random inputs (the max abs difference is
 reported). A wrong shape or an unsupported framework fails the job with the
-reason, as Neo does. The output is <S3OutputLocation>/<model>-<target>.tar.gz.
+reason, as Neo does. The output is <S3OutputLocation>/<model>-<target>.tar.gz. The compiler runs in a
+process of its own, as a job does: torch never loads into the emulator server.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import subprocess
+import sys
 import tarfile
 import threading
 from datetime import datetime, timezone
@@ -94,6 +97,32 @@ def compile_torchscript(model_path: Path, shapes: dict[str, list[int]], out_path
     return {"max_abs_diff": worst, "shapes": shapes, "passes": name}
 
 
+def compile_in_a_process(model_path: Path, shapes: dict[str, list[int]], out_path: Path) -> dict[str, Any]:
+    """compile_torchscript in `python -m mlscale.emulator.executors.compilation`; its report or its failure."""
+    done = subprocess.run([sys.executable, "-m", __name__, str(model_path), json.dumps(shapes), str(out_path)],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    if done.returncode == 0:
+        return json.loads(last)
+    if done.returncode == FAILED_EXIT:
+        raise CompilationFailed(json.loads(last)["failure"])
+    raise CompilationFailed(f"InternalServerError: the compiler exited with {done.returncode}: "
+                            f"{done.stderr.strip()[-500:]}")  # fmt: skip
+
+
+FAILED_EXIT = 3  # the model cannot be compiled (CompilationFailed); any other non-zero code is a crash
+
+
+def main(argv: list[str]) -> int:
+    try:
+        report = compile_torchscript(Path(argv[0]), json.loads(argv[1]), Path(argv[2]))
+    except CompilationFailed as failed:
+        print(json.dumps({"failure": str(failed)}))
+        return FAILED_EXIT
+    print(json.dumps(report))
+    return 0
+
+
 class CompilationRun:
     def __init__(self, job: Any, region: str):
         self.job, self.region = job, region
@@ -141,7 +170,7 @@ class CompilationRun:
                                     f"{[p.name for p in models]}")  # fmt: skip
         compiled_dir = self.work / "compiled"
         compiled_dir.mkdir(exist_ok=True)
-        report = compile_torchscript(models[0], shapes, compiled_dir / "model.pt")
+        report = compile_in_a_process(models[0], shapes, compiled_dir / "model.pt")
         target = job.output_config.get("TargetDevice") or "-".join(
             str(v) for v in (job.output_config.get("TargetPlatform") or {}).values())  # fmt: skip
         report.update({"framework": framework, "target": target, "source": config["S3Uri"]})
@@ -156,3 +185,7 @@ class CompilationRun:
         job.model_artifacts = {"S3ModelArtifacts": destination}
         job.derived_information = {"DerivedDataInputConfig": json.dumps(shapes)}
         job.compilation_report = report
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
