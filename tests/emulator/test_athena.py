@@ -119,3 +119,14 @@ def test_results_of_a_failed_query_are_refused(raw_table):
     execution_id, _ = run(raw_table, "SELECT nope FROM raw_digits")
     with pytest.raises(ClientError, match="Final query state: FAILED"):
         raw_table.get_query_results(QueryExecutionId=execution_id)
+
+
+def test_duckdb_runs_in_an_engine_process_not_in_the_emulator_server(raw_table, emulator):
+    import psutil
+
+    from mlscale.emulator import control
+
+    _, execution = run(raw_table, "SELECT label, count(*) AS n FROM raw_digits GROUP BY label")
+    assert execution["Status"]["State"] == "SUCCEEDED"
+    server = psutil.Process(control.running_pid(emulator))
+    assert not [m.path for m in server.memory_maps() if "duckdb" in m.path]

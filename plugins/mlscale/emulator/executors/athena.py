@@ -2,7 +2,8 @@
 
 Tables resolve through the Glue Data Catalog to their S3 location; their
 objects are copied to a local cache (DuckDB's httpfs extension cannot be
-downloaded on these machines) and read with hive partitioning. SELECT results
+downloaded on these machines) and read with hive partitioning, by DuckDB in a
+process of its own (mlscale.emulator.executors.athena_engine). SELECT results
 are written as Athena writes them (<OutputLocation>/<id>.csv) and paged by
 GetQueryResults; UNLOAD writes its files to the TO location, which must be
 empty, as Athena requires.
@@ -20,6 +21,7 @@ from typing import Any
 
 from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io
+from mlscale.emulator.executors.athena_engine import EngineError, engine_message, run_plan
 from mlscale.emulator.executors.athena_sql import QueryError, Statement, classify, table_references, to_duckdb
 from mlscale.emulator.transitions import ATHENA_QUERY, check
 
@@ -56,8 +58,11 @@ class QueryRun:
             self._move("SUCCEEDED")
         except QueryError as error:
             self._fail(str(error))
-        except Exception as error:  # DuckDB's own errors are the engine's reason, as Athena's are Trino's
-            self._fail(_engine_message(error))
+        except EngineError as error:  # DuckDB's own errors are the engine's reason, as Athena's are Trino's
+            self._fail(str(error))
+        except Exception as error:  # noqa: BLE001 - S3, Glue or the engine process itself
+            log.exception("athena query %s crashed", execution.id)
+            self._fail(engine_message(error))
         finally:
             execution.end_time = time.time()
             execution.engine_millis = int((time.time() - started) * 1000)
@@ -71,26 +76,23 @@ class QueryRun:
         log.info("athena query %s failed: %s", self.execution.id, reason)
 
     def _execute(self, statement: Statement) -> None:
-        import duckdb
-
         s3 = settings.aws_client("s3", self.region)
         glue = settings.aws_client("glue", self.region)
         default_db = (self.execution.context or {}).get("Database") or "default"
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        connection = duckdb.connect(str(self.work_dir / "query.duckdb"))
-        scanned = 0
+        views, scanned = [], 0
         for database, table in table_references(statement.select_sql):
-            scanned += self._register_table(connection, s3, glue, database or default_db, table)
+            scanned += self._register_table(views, s3, glue, database or default_db, table)
         self.execution.data_scanned = scanned
-        connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{default_db}"')
-        connection.execute(f"SET schema = '{default_db}'")  # unqualified names resolve in the context database
-        sql = to_duckdb(statement.select_sql)
+        plan = {"database_file": str(self.work_dir / "query.duckdb"), "views": views, "default_db": default_db,
+                "sql": to_duckdb(statement.select_sql), "kind": statement.kind}  # fmt: skip
         if statement.kind == "unload":
-            self._unload(connection, s3, sql, statement)
+            self._unload(s3, plan, statement)
         else:
-            self._select(connection, s3, sql)
+            self._select(s3, run_plan(plan))
 
-    def _register_table(self, connection, s3, glue, database: str, table: str) -> int:
+    def _register_table(self, views: list[str], s3, glue, database: str, table: str) -> int:
+        """Download the table's objects; add the statements that make it a view; the bytes scanned."""
         try:
             described = glue.get_table(DatabaseName=database, Name=table)["Table"]
         except glue.exceptions.EntityNotFoundException:
@@ -101,26 +103,22 @@ class QueryRun:
         local = self.work_dir / "tables" / database / table
         scanned = s3io.download_prefix(s3, location.rstrip("/") + "/", local) if location else 0
         files = [p for p in local.rglob("*") if p.is_file()]
-        connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{database}"')
+        views.append(f'CREATE SCHEMA IF NOT EXISTS "{database}"')
         if not files:  # an empty table still has its columns
             columns = ", ".join(f'NULL::{_duck_type(c["Type"])} AS "{c["Name"]}"'
                                 for c in storage.get("Columns", []) + described.get("PartitionKeys", []))  # fmt: skip
-            connection.execute(f'CREATE VIEW "{database}"."{table}" AS SELECT {columns} WHERE false')
+            views.append(f'CREATE VIEW "{database}"."{table}" AS SELECT {columns} WHERE false')
             return 0
         reader = FORMATS[fmt]
         partitioning = "true" if described.get("PartitionKeys") else "false"
-        connection.execute(
-            f"CREATE VIEW \"{database}\".\"{table}\" AS SELECT * FROM {reader}('{local}/**/*', "
-            f"hive_partitioning = {partitioning})"
-        )
+        views.append(f"CREATE VIEW \"{database}\".\"{table}\" AS SELECT * FROM {reader}('{local}/**/*', "
+                     f"hive_partitioning = {partitioning})")  # fmt: skip
         return scanned
 
-    def _select(self, connection, s3, sql: str) -> None:
-        result = connection.execute(sql)
-        names = [d[0] for d in result.description]
-        types = [str(d[1]) for d in result.description]
-        self.columns = [{"Name": n, "Label": n, "Type": _athena_type(t)} for n, t in zip(names, types)]
-        self.rows = [[_text(v) for v in row] for row in result.fetchall()]
+    def _select(self, s3, answer: dict) -> None:
+        names = [name for name, _ in answer["columns"]]
+        self.columns = [{"Name": n, "Label": n, "Type": _athena_type(t)} for n, t in answer["columns"]]
+        self.rows = answer["rows"]
         self.execution.result_set = (self.columns, self.rows)  # kept with the execution, so a restore keeps it
         output = (self.execution.config or {}).get("OutputLocation")
         if output:  # moto already appended <id>.csv
@@ -131,7 +129,7 @@ class QueryRun:
             bucket, key = s3io.split_s3_uri(output)
             s3.put_object(Bucket=bucket, Key=key, Body=buffer.getvalue().encode())
 
-    def _unload(self, connection, s3, sql: str, statement: Statement) -> None:
+    def _unload(self, s3, plan: dict, statement: Statement) -> None:
         destination = statement.destination.rstrip("/") + "/"
         if s3io.list_keys(s3, destination):
             raise QueryError(f"HIVE_PATH_ALREADY_EXISTS: Target directory for table already exists: {destination}. "
@@ -144,7 +142,7 @@ class QueryRun:
             target = str(out)
         else:
             target = str(out / f"{self.execution.id}_00000.{statement.unload_format.lower()}")
-        connection.execute(f"COPY ({sql}) TO '{target}' ({', '.join(options)})")
+        run_plan({**plan, "copy_target": target, "copy_options": ", ".join(options)})
         s3io.upload_directory(s3, out, destination)
 
 
@@ -176,18 +174,3 @@ def _athena_type(duck_type: str) -> str:
         if upper.startswith(prefix):
             return athena
     return "varchar"
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, (bytes, bytearray)):
-        return " ".join(f"{b:02x}" for b in value)  # Athena shows varbinary as hex
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
-def _engine_message(error: Exception) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
