@@ -58,7 +58,11 @@ def _run(args: argparse.Namespace) -> int:
     elif args.action == "down":
         print("mlscale emulator stopped" if control.down(config) else "mlscale emulator was not running")
     elif args.action == "reset":
-        running = control.reset(config)
+        try:
+            running = control.reset(config)
+        except RuntimeError as error:
+            print(f"mlscale emulator reset: {error}", file=sys.stderr)
+            return 1
         print(f"mlscale emulator reset ({'running' if running else 'not running'}; home {config.home})")
     elif args.action == "status":
         state = control.status(config)

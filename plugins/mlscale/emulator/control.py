@@ -23,6 +23,20 @@ def is_ready(config: EmulatorSettings, timeout: float = 2.0) -> bool:
         return False
 
 
+BUSY_SERVER_SECONDS = 60.0
+
+
+def answers_within(config: EmulatorSettings, seconds: float) -> bool:
+    """Whether the server answers within `seconds` (a busy server, restoring endpoints on a loaded machine,
+    can take longer than one request's timeout)."""
+    deadline = time.monotonic() + seconds
+    while not is_ready(config):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
 def _pid_file(config: EmulatorSettings):
     return config.home / "emulator.pid"
 
@@ -56,7 +70,7 @@ def _alive(pid: int) -> bool:
 
 def ensure_up(config: EmulatorSettings) -> bool:
     """Start the server unless it already runs; True when this call started it (and should stop it)."""
-    if running_pid(config) and is_ready(config):
+    if running_pid(config) and answers_within(config, BUSY_SERVER_SECONDS):
         return False
     up(config)
     return True
@@ -65,7 +79,7 @@ def ensure_up(config: EmulatorSettings) -> bool:
 def up(config: EmulatorSettings, wait_seconds: float = 60) -> int:
     """Start the server in the background unless it already runs; return its pid."""
     pid = running_pid(config)
-    if pid and is_ready(config):
+    if pid and answers_within(config, wait_seconds):  # running, perhaps busy: never a second server on the port
         return pid
     if is_ready(config):
         raise RuntimeError(f"port {config.port} already answers, but not for an emulator with home {config.home}: "
@@ -112,7 +126,11 @@ def reset(config: EmulatorSettings) -> bool:
     """Wipe every resource, object and job file on purpose (moto's reset on a running server); True if one ran."""
     from mlscale.emulator.state import forget
 
-    if running_pid(config) and is_ready(config):
+    pid = running_pid(config)
+    if pid:  # never forget the files under a running server: it would save them again on down
+        if not answers_within(config, BUSY_SERVER_SECONDS):
+            raise RuntimeError(f"the emulator (pid {pid}) does not answer on {config.endpoint_url}: stop it "
+                               "(`mlscale emulator down`) and reset again")  # fmt: skip
         request = urllib.request.Request(f"{config.endpoint_url}/moto-api/reset", method="POST", data=b"")
         with urllib.request.urlopen(request, timeout=120):
             return True
