@@ -52,7 +52,9 @@ class ModelApprovalOperator(ApprovalOperator):
     def _sagemaker(self):
         from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 
-        return SageMakerHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name).conn
+        from mlscale.hooks.clients import shared_hook
+
+        return shared_hook(SageMakerHook, aws_conn_id=self.aws_conn_id, region_name=self.region_name).conn
 
     def execute(self, context: Context) -> Any:
         from mlscale.specs.coerce import convert

@@ -114,6 +114,8 @@ class GreengrassEdgeDeployOperator(StageOperator):
             status = GREENGRASS_DEPLOYMENT.describe(self.hook.conn, deployment["deploymentId"])["deploymentStatus"]
             if status not in GREENGRASS_DEPLOYMENT.failed:
                 break
+            if status == "INACTIVE":  # a newer run's deployment replaced this one: a new attempt would undo it
+                self._skip_if_superseded(group_arn)
             self.log.info("Deployment %s ended %s; the next attempt is a new deployment.", deployment["deploymentId"],
                           status)  # fmt: skip
         self.log.info("Deployment %s of %s %s to %s", deployment["deploymentId"], spec.component_name, version, group_arn)
@@ -168,6 +170,8 @@ class GreengrassEdgeDeployOperator(StageOperator):
                 devices[thing] = {"status": mine["coreDeviceExecutionStatus"], "reason": mine.get("reason", ""),
                                   "answer": self._answer(thing)}  # fmt: skip
         status = deployment["deploymentStatus"]
+        if status == "INACTIVE":  # replaced by another run's deployment, maybe before ours was first described
+            self._skip_if_superseded(deployment["targetArn"])
         for thing, device in sorted(devices.items()):
             self.log.info("%s: %s %s %s", thing, device["status"], device["answer"] or "", device["reason"])
         failed = {t: d["reason"] for t, d in devices.items() if d["status"] not in GREENGRASS_DEVICE.succeeded}

@@ -19,6 +19,7 @@ import time
 from abc import abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
@@ -26,6 +27,7 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
+from mlscale.hooks.clients import shared_hook
 from mlscale.hooks.resources import ResourceKind, failure_message
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.hooks.watch import ResourceWatch
@@ -156,21 +158,22 @@ class StageOperator(AwsBaseOperator):
 
     # -- helpers --------------------------------------------------------------------------------------------
 
+    @cached_property
+    def hook(self) -> Any:
+        """AwsBaseOperator's hook (`aws_hook_class`), shared in this process (mlscale.hooks.clients)."""
+        return shared_hook(self.aws_hook_class, **self._hook_parameters)
+
     def aws_client(self, service: str) -> Any:
         """Another service's client on the stage's connection, region, verify and botocore config."""
         from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
-        return AwsBaseHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                           config=self.botocore_config, client_type=service).get_conn()  # fmt: skip
+        return shared_hook(AwsBaseHook, client_type=service, **self._hook_parameters).get_conn()
 
     def s3_hook(self) -> Any:
-        """One S3Hook per task run (a boto3 client costs ~0.1 s to make; the cache checks make several calls)."""
+        """The provider's S3Hook on the stage's connection (shared: the cache checks make several calls)."""
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-        if getattr(self, "_s3", None) is None:
-            self._s3 = S3Hook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                              config=self.botocore_config)  # fmt: skip
-        return self._s3
+        return shared_hook(S3Hook, **self._hook_parameters)
 
     # -- the life ---------------------------------------------------------------------------------------------
 

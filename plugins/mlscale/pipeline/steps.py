@@ -32,8 +32,9 @@ def plan_from_etl_output(aws_conn_id: str, etl_prefix: str, params: dict, loader
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
     from mlscale.hooks.catalog import parquet_stats
+    from mlscale.hooks.clients import shared_hook
 
-    plan = plan_training_data(parquet_stats(S3Hook(aws_conn_id=aws_conn_id).get_conn(), etl_prefix), params,
+    plan = plan_training_data(parquet_stats(shared_hook(S3Hook, aws_conn_id=aws_conn_id).get_conn(), etl_prefix), params,
                               loader_workers)  # fmt: skip
     print(f"ETL output: {plan['etl']}; storage: {plan['storage']['reason']} FSx: {plan['fsx_reason']}")
     return plan
