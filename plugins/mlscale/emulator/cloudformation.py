@@ -1,23 +1,19 @@
-"""CloudFormation on the emulator: moto's stacks, with what moto cannot create named, and the DLAMI's SSM parameter.
+"""CloudFormation on the emulator: moto's stacks, with what moto cannot create named (the DLAMI's SSM
+parameters the templates read: mlscale.emulator.ssm).
 
 moto creates the resource types it models and skips the others with a warning in its own log. A user of
 the emulator would not see that, so each skipped resource gets a stack event of its own (DescribeStackEvents,
-the console's Events tab) saying it was not created and why. The Deep Learning AMI's public parameters
-(`/aws/service/deeplearning/ami/...`, https://docs.aws.amazon.com/dlami/latest/devguide/find-dlami-id.html)
-are not among moto's: each resolves to a stable made-up image id, as the ECS-optimized ones do in moto.
+the console's Events tab) saying it was not created and why.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 
 from moto.cloudformation import models as cfn_models
 from moto.cloudformation import parsing as cfn_parsing
-from moto.ssm import models as ssm_models
 
 log = logging.getLogger(__name__)
-DLAMI_PARAMETERS = "/aws/service/deeplearning/ami/"
 
 
 def unmodelled(template: dict, resource_map) -> list[tuple[str, str]]:
@@ -45,17 +41,6 @@ def _create_resources(self) -> None:
             stack_id=self.stack_id, stack_name=self.name, logical_resource_id=logical_id, physical_resource_id="",
             resource_type=kind, resource_status="CREATE_COMPLETE", resource_status_reason=reason,
             resource_properties=None))  # fmt: skip
-
-
-def _check_loading_status(self, key: str) -> None:
-    _moto_check_loading_status(self, key)
-    key = str(key or "")
-    if key.startswith(DLAMI_PARAMETERS) and key.endswith("/ami-id") and not dict.get(self, key):
-        image = "ami-" + hashlib.sha256(f"{self.region_name}{key}".encode()).hexdigest()[:17]
-        super(ssm_models.ParameterDict, self).__getitem__(key).append(ssm_models.Parameter(
-            account_id=self.account_id, name=key, value=image, parameter_type="String", description=None,
-            allowed_pattern=None, keyid=None, last_modified_date=ssm_models.utcnow(), version=1,
-            data_type="aws:ec2:image"))  # fmt: skip
 
 
 # -- deleting what moto's CloudFormation creates but cannot delete (a stack's delete then left them behind,
@@ -106,10 +91,8 @@ def _already_gone_is_deleted(delete):
 
 
 _moto_create_resources = cfn_models.Stack.create_resources
-_moto_check_loading_status = ssm_models.ParameterDict._check_loading_status
 
 
 def install() -> None:
     cfn_models.Stack.create_resources = _create_resources
-    ssm_models.ParameterDict._check_loading_status = _check_loading_status
     _install_deletes()

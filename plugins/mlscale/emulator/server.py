@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import sys
 import threading
 
 from mlscale.emulator import settings as emulator_settings
@@ -15,18 +16,19 @@ log = logging.getLogger(__name__)
 
 
 def install_services() -> None:
-    """Patch moto's backends where mlscale does the work moto only records."""
-    from mlscale.emulator import cloudformation, console, faults
+    """Patch moto's backends where mlscale does the work moto only records. Batch and CloudFormation are
+    patched when moto first loads them (mlscale.emulator.after_import): they bring ~230 MB of moto with them."""
+    from mlscale.emulator import after_import, console, faults
     from mlscale.emulator.athena import queries
-    from mlscale.emulator.batch import service as batch
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
     from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform, validation
 
     validation.install()
-    batch.install()
-    cloudformation.install()
+    after_import.when_imported("moto.batch.models", _install_batch)
+    after_import.when_imported("moto.cloudformation.models", _install_cloudformation)
+    after_import.when_imported("moto.ssm.models", _install_ssm)
     compilation.install()
     endpoints.install()
     training.install()
@@ -40,30 +42,50 @@ def install_services() -> None:
     faults.install()
 
 
+def _install_batch() -> None:
+    from mlscale.emulator.batch import service
+
+    service.install()
+
+
+def _install_cloudformation() -> None:
+    from mlscale.emulator import cloudformation
+
+    cloudformation.install()
+
+
+def _install_ssm() -> None:
+    from mlscale.emulator import ssm
+
+    ssm.install()
+
+
+def _loaded_batch():
+    """The emulator's Batch, where moto's Batch has been loaded (no job can have run otherwise)."""
+    return sys.modules.get("mlscale.emulator.batch.service")
+
+
 def shutdown_services() -> None:
     """Stop every kind of running work: jobs, queries' processes, endpoints' model servers."""
-    from mlscale.emulator.batch import service as batch
     from mlscale.emulator.sagemaker import endpoints, processing, training, transform
 
-    batch.stop_all()
-    endpoints.stop_all()
-    transform.stop_all()
-    training.stop_all()
-    processing.stop_all()
+    for module in (_loaded_batch(), endpoints, transform, training, processing):
+        if module is not None:
+            module.stop_all()
 
 
 def recover_services() -> None:
     """After a restore: what ran when the emulator stopped ends Failed; endpoints serve again."""
     from mlscale.emulator.athena import queries
-    from mlscale.emulator.batch import service as batch
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
     from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform
 
-    for module in (training, processing, transform, compilation, queries, glue_jobs, fsx, greengrass, batch,
-                   endpoints):
-        module.recover()
+    for module in (training, processing, transform, compilation, queries, glue_jobs, fsx, greengrass,
+                   _loaded_batch(), endpoints):  # fmt: skip
+        if module is not None:
+            module.recover()
 
 
 def _install_reset(home) -> None:
