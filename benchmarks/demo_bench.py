@@ -6,7 +6,7 @@ Figures:
   from Describe), as a share of the wall time; each task's time and the job time inside it is printed;
 - the emulator server's own peak RSS during the first run (its job, model-server and device processes are
   not the server) against a plain moto server after similar calls: the same S3 objects (bucket, key, size)
-  put, and as many training jobs, models and endpoint configs created;
+  put, as many training jobs and models created, and a call to each other service the demo uses;
 - the stage cache: the re-run unchanged against the first run's wall time, and the jobs the re-run launched.
 
 Quick: 1,000 records a day instead of 10,000.
@@ -39,6 +39,14 @@ JOB_TIMES = {  # list call, its summaries key, the name field, describe call, st
     "compilation": ("list_compilation_jobs", "CompilationJobSummaries", "CompilationJobName",
                     "describe_compilation_job", "CompilationStartTime", "CompilationEndTime"),
 }  # fmt: skip
+
+
+# The other services the demo calls (Greengrass v2 aside: moto has none), one cheap call each for the baseline
+DEMO_SERVICES = [
+    ("athena", "list_work_groups", {}), ("glue", "get_databases", {}), ("logs", "describe_log_groups", {}),
+    ("cloudwatch", "list_metrics", {}), ("iot", "list_thing_groups", {}), ("sts", "get_caller_identity", {}),
+    ("iam", "list_roles", {}), ("application-autoscaling", "describe_scalable_targets", {"ServiceNamespace": "sagemaker"}),
+]  # fmt: skip
 
 
 def _free_port() -> int:
@@ -182,6 +190,8 @@ def plain_moto_rss(objects: list[tuple[str, str, int]], jobs: int) -> int:
                     ResourceConfig={"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1})  # fmt: skip
                 sagemaker.create_model(ModelName=f"bench-{n}", ExecutionRoleArn=role,
                                        PrimaryContainer={"Image": "image", "ModelDataUrl": "s3://bench/m.tar.gz"})  # fmt: skip
+            for service, call, kwargs in DEMO_SERVICES:  # moto loads a service's backend on its first call
+                getattr(session.client(service, endpoint_url=url), call)(**kwargs)
             time.sleep(1)
         return rss.peak
     finally:
