@@ -34,7 +34,7 @@ def commands(port: int) -> dict[str, list[str]]:
 class Components:
     def __init__(self, env: dict[str, str], log_dir: Path, port: int):
         self.env = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
-                    "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0"}  # fmt: skip
+                    "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0", "AIRFLOW__MLSCALE__POLL_INTERVAL": "2"}  # fmt: skip
         self.log_dir, self.port = log_dir, port
         self.processes: dict[str, subprocess.Popen] = {}
 

@@ -36,6 +36,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
                           "resumed task whose trigger fired within seconds of its deferral (apache/airflow#72716); "
                           "jobs on AWS take minutes, so the hold rarely costs. `mlscale airflow` sets 0: its "
                           "scheduler carries the fix."),
+    "poll_interval": ("5", "The example pipeline's default `poll_interval` param: seconds between status checks of "
+                      "its jobs, endpoints and deployments. `mlscale airflow` sets 2: the emulator's jobs take seconds."),
     "cache_location": ("", "The s3:// prefix of the stage cache's entries (one JSON object per stage fingerprint); "
                        "empty: s3://<bucket>/mlscale/cache."),
 }

@@ -17,6 +17,16 @@ def stage_cache() -> CacheConfig:
     return CacheConfig(enabled="{{ params.cache }}", expire_after="P30D")
 
 
+def default_poll_interval() -> int:
+    """`[mlscale] poll_interval`, a whole number of seconds."""
+    from mlscale.settings import setting
+
+    value = setting("poll_interval")
+    if not str(value).strip().isdigit() or not 1 <= int(value) <= 300:
+        raise ValueError(f"[mlscale] poll_interval must be a whole number of seconds from 1 to 300, not {value!r}")
+    return int(value)
+
+
 def pipeline_form(database: str) -> dict[str, Param]:
     """The params of dags/mlscale_pipeline.py; `database` is the Glue database's default."""
     return {
@@ -63,6 +73,6 @@ def pipeline_form(database: str) -> dict[str, Param]:
                        description="Reuse the latest successful job of each stage whose fingerprint (request, code, "
                                    "input data) matches: ETL, shard, train, evaluate, compile; never the deploys. "
                                    "An unchanged re-run launches no job"),
-        "poll_interval": Param(5, type="integer", minimum=1, maximum=300,
+        "poll_interval": Param(default_poll_interval(), type="integer", minimum=1, maximum=300,
                                description="Seconds between status checks of long-running jobs"),
     }  # fmt: skip
