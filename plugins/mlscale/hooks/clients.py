@@ -7,13 +7,14 @@ run in one process: about 30 clients a run, a quarter of a cached re-run's wall 
 once. boto3 clients are thread-safe
 (https://boto3.amazonaws.com/v1/documentation/api/latest/guide/clients.html#multithreading-or-multiprocessing).
 
-The key holds the hook's class and parameters, the connection as the hook would read it (its URI: an
-edited connection gets a new hook) and the process's AWS_* environment (what boto3 reads where the
+The key holds the hook's class and parameters, the connection as the hook would read it (a digest of its
+URI: an edited connection gets a new hook) and the process's AWS_* environment (what boto3 reads where the
 connection says nothing: credentials, endpoint URLs, the profile).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -25,23 +26,29 @@ _hooks: OrderedDict[tuple, Any] = OrderedDict()
 _lock = threading.Lock()
 
 
-def _connection_uri(aws_conn_id: str | None) -> str | None:
+def _connection_digest(aws_conn_id: str | None) -> str | None:
     from airflow.sdk import BaseHook
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     if not aws_conn_id:
         return None
     try:
-        return BaseHook.get_connection(aws_conn_id).get_uri()
+        uri = BaseHook.get_connection(aws_conn_id).get_uri()
     except AirflowNotFoundException:  # the hook then falls back to boto3's own configuration, as this does
         return None
+    return _digest(uri)
+
+
+def _digest(value: Any) -> str:
+    """The key holds no secret in the clear."""
+    return hashlib.sha256(json.dumps(value).encode()).hexdigest()
 
 
 def shared_hook(hook_class: type, **params: Any) -> Any:
     """`hook_class(**params)`, made once per process for the same connection and environment."""
     key = (hook_class.__module__, hook_class.__qualname__, json.dumps(params, sort_keys=True, default=str),
-           _connection_uri(params.get("aws_conn_id")),
-           tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))))  # fmt: skip
+           _connection_digest(params.get("aws_conn_id")),
+           _digest(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))))  # fmt: skip
     with _lock:
         hook = _hooks.get(key)
         if hook is not None:
