@@ -52,3 +52,10 @@ def test_no_wait_returns_what_a_sensor_needs_and_a_failed_event_names_the_reason
     with pytest.raises(AirflowException, match="Waiting for training job job-1 failed: EndpointConnectionError"):
         CountingStage(task_id="c", spec=CountSpec(1)).resume({}, error)
     assert CountingStage(task_id="c", spec=CountSpec(1)).multiple_outputs  # train.output["key"] works
+
+
+def test_a_cached_stage_without_cache_parts_is_refused_when_its_class_is_defined():
+    from mlscale.operators.stage import StageOperator
+
+    with pytest.raises(TypeError, match="Half sets cache_stage 'half' but defines no cache_parts"):
+        type("Half", (StageOperator,), {"cache_stage": "half", "advance": lambda self, context, settled: {}})

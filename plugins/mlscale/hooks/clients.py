@@ -9,7 +9,8 @@ once. boto3 clients are thread-safe
 
 The key holds the hook's class and parameters, the connection as the hook would read it (a digest of its
 URI: an edited connection gets a new hook) and the process's AWS_* environment (what boto3 reads where the
-connection says nothing: credentials, endpoint URLs, the profile).
+connection says nothing: credentials, endpoint URLs, the profile). Reading the connection is one lookup per
+call: fine for a task; a triggerer's hundreds of waits share theirs by time instead (watch.shared_hook).
 """
 
 from __future__ import annotations

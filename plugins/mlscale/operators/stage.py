@@ -98,6 +98,14 @@ class StageOperator(AwsBaseOperator):
         for value in _template_values(self.spec):
             XComArg.apply_upstream_relationship(self, value)
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A stage that can be cached (`cache_stage`) says what decides its output: `cache_parts(context)`
+        answers the mlscale.operators.caching.CacheParts, making no AWS call. Refused here, at import,
+        rather than when a run first fingerprints it."""
+        super().__init_subclass__(**kwargs)
+        if cls.cache_stage is not None and not callable(getattr(cls, "cache_parts", None)):
+            raise TypeError(f"{cls.__name__} sets cache_stage {cls.cache_stage!r} but defines no cache_parts")
+
     # -- what a stage implements ------------------------------------------------------------------------------
 
     @abstractmethod
@@ -107,10 +115,6 @@ class StageOperator(AwsBaseOperator):
     def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
         """The XCom of `wait_for_completion=False`: what a sensor needs to wait on it."""
         return {"kind": wait.kind.name, "resource_id": wait.resource_id}
-
-    def cache_parts(self, context: Context) -> caching.CacheParts:
-        """What decides the stage's output (stages with a `cache_stage`); no AWS call."""
-        raise NotImplementedError
 
     def cache_reusable(self, entry: dict[str, Any]) -> str | None:
         """Why the recorded job cannot be reused (None: it can): by default, an output it wrote is gone."""
@@ -170,10 +174,13 @@ class StageOperator(AwsBaseOperator):
         return shared_hook(AwsBaseHook, client_type=service, **self._hook_parameters).get_conn()
 
     def s3_hook(self) -> Any:
-        """The provider's S3Hook on the stage's connection (shared: the cache checks make several calls)."""
+        """The provider's S3Hook on the stage's connection, looked up once per task run (the cache checks make
+        several calls) and shared in the process."""
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-        return shared_hook(S3Hook, **self._hook_parameters)
+        if getattr(self, "_s3", None) is None:
+            self._s3 = shared_hook(S3Hook, **self._hook_parameters)
+        return self._s3
 
     # -- the life ---------------------------------------------------------------------------------------------
 
