@@ -27,9 +27,12 @@ from mlscale.emulator.batch import nodes as node_model
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
     SHUTDOWN_GRACE_SECONDS,
+    drain_output,
     free_port,
+    settle,
     launch,
     stop_process_group,
+    wait_briefly,
 )
 from mlscale.emulator.transitions import BATCH_JOB, check
 
@@ -173,6 +176,7 @@ class BatchRun:
         finally:
             for process in processes.values():
                 stop_process_group(process, STOP_GRACE_SECONDS)
+                drain_output(process)
             for index, process in processes.items():
                 record = records[index]
                 if record["status"] == "RUNNING":
@@ -201,14 +205,14 @@ class BatchRun:
                                           stoppedAt=now_ms())  # fmt: skip
             main_code = records[main].get("exitCode")
             if records[main]["status"] != "RUNNING":
-                time.sleep(0.3)  # the log pumps drain the last lines
+                settle(processes.values(), 0.3)  # nodes ending with the main one record their own exit
                 return {"succeeded": main_code == 0, "exit_code": main_code, "reason": ESSENTIAL_EXITED,
                         "node_reason": None if main_code == 0 else f"exit code {main_code}"}  # fmt: skip
             if self.stop.is_set():
                 return {"succeeded": False, "exit_code": None, "reason": self.stop_reason, "node_reason": None}
             if deadline is not None and time.monotonic() > deadline:
                 return {"succeeded": False, "exit_code": None, "reason": TIMEOUT_REASON, "node_reason": None}
-            time.sleep(0.2)
+            wait_briefly([processes[main]])  # the job ends with its main node
 
     def _environment(self, attempt: int, index: int, environment: Any, container: dict) -> dict[str, str]:
         job, props = self.job, self.job.mlscale_nodes

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 
 
 def free_port() -> int:
@@ -32,6 +33,18 @@ def stop_process_group(process: subprocess.Popen, grace_seconds: float) -> None:
     except subprocess.TimeoutExpired:
         _kill_group(process, signal.SIGKILL)
         process.wait()
+
+
+def wait_briefly(processes, seconds: float = 0.2) -> None:
+    """Sleep up to `seconds` between checks of a job's processes, waking as soon as the first running one exits
+    (Popen.wait polls every few ms): a fixed sleep made every job end up to `seconds` after its processes did."""
+    running = next((process for process in processes if process.poll() is None), None)
+    if running is None:
+        return
+    try:
+        running.wait(seconds)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 def _kill_group(process: subprocess.Popen, sig: int) -> None:
@@ -63,9 +76,31 @@ def launch(command: list[str], *, cwd, env: dict[str, str], on_line, on_error_li
             if keep is not None and line.strip():
                 keep.append(line.rstrip("\n"))
 
+    process.mlscale_pumps = []
     for stream, handler, keep in ((process.stdout, on_line, None), (process.stderr, on_error_line or on_line, tail)):
-        threading.Thread(target=pump, args=(stream, handler, keep), daemon=True).start()
+        pump_thread = threading.Thread(target=pump, args=(stream, handler, keep), daemon=True)
+        pump_thread.start()
+        process.mlscale_pumps.append(pump_thread)
     return process, tail
+
+
+def settle(processes, seconds: float) -> None:
+    """Give processes up to `seconds` in all to exit on their own, and their pumps to pass on their last lines."""
+    deadline = time.monotonic() + seconds
+    for process in processes:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+        drain_output(process, max(0.0, deadline - time.monotonic()))
+
+
+def drain_output(process: subprocess.Popen, seconds: float = 0.3) -> None:
+    """Wait (at most `seconds`: a child may keep the pipes open) until launch's pumps have passed on the last
+    lines of an exited process, so that its traceback reaches the FailureReason and its last lines the logs."""
+    deadline = time.monotonic() + seconds
+    for pump_thread in getattr(process, "mlscale_pumps", ()):
+        pump_thread.join(max(0.0, deadline - time.monotonic()))
 
 
 _OPT_ML = "/opt/ml"

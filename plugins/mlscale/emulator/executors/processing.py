@@ -25,9 +25,11 @@ from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
+    drain_output,
     launch,
     opt_ml_namespace_available,
     stop_process_group,
+    wait_briefly,
     with_private_opt_ml,
 )
 
@@ -177,16 +179,17 @@ class ProcessingRun:
                 if self._stop.is_set() or time.monotonic() > deadline:
                     return "stopped"
                 codes = [p.poll() for p, _ in processes]
-                for code, (_, tail) in zip(codes, processes):
+                for code, (process, tail) in zip(codes, processes):
                     if code not in (None, 0):
-                        time.sleep(0.3)
+                        drain_output(process)
                         return f"AlgorithmError: ExitCode {code}\n" + "\n".join(tail)[-900:]
                 if all(code == 0 for code in codes):
                     return ""
-                time.sleep(0.2)
+                wait_briefly([p for p, _ in processes])
         finally:
             for process, _ in processes:
                 stop_process_group(process, 120)
+                drain_output(process)
             for shipper in shippers:
                 shipper.close()
 

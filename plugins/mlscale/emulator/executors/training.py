@@ -16,7 +16,13 @@ from typing import Any
 from mlscale.emulator import settings
 from mlscale.emulator.executors import requirements, s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
-from mlscale.emulator.executors.processes import free_port, launch, stop_process_group
+from mlscale.emulator.executors.processes import (
+    drain_output,
+    free_port,
+    launch,
+    stop_process_group,
+    wait_briefly,
+)
 from mlscale.emulator.executors.spot import INTERRUPTED, Spot
 from mlscale.emulator.executors.utilisation import UtilisationSampler
 
@@ -270,6 +276,7 @@ class TrainingRun:
             sampler.stop()
             for process in self._processes:
                 stop_process_group(process, STOP_GRACE_SECONDS)
+                drain_output(process)
             for shipper in shippers:
                 shipper.close()
 
@@ -332,11 +339,11 @@ class TrainingRun:
             codes = [p.poll() for p in self._processes]
             for index, code in enumerate(codes):
                 if code not in (None, 0):
-                    time.sleep(0.3)  # let the pumps drain the traceback
+                    drain_output(self._processes[index])  # the traceback, for the FailureReason
                     return self._failure_text(index, code, layouts[index], stderr_tails[index])
             if all(code == 0 for code in codes):
                 return ""
-            time.sleep(0.2)
+            wait_briefly(self._processes)
 
     def _failure_text(self, index: int, code: int, layout, tail: deque) -> str:
         if layout.failure_file.exists():
