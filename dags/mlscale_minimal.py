@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pendulum
-from airflow.sdk import DAG, Param, task
+from airflow.sdk import DAG, task
 
 from mlscale.operators import (
     ModelApprovalOperator,
@@ -19,6 +19,7 @@ from mlscale.operators import (
     SageMakerEndpointDeployOperator,
     SageMakerScriptTrainingOperator,
 )
+from mlscale.params import form_param
 from mlscale.settings import setting
 from mlscale.specs import EndpointSpec, EvaluationSpec, TrainingSpec
 
@@ -32,14 +33,14 @@ with DAG(
     schedule=None,
     tags=["mlscale", "example"],
     params={
-        "data_prefix": Param(f"s3://{BUCKET}/mlscale/minimal/data/", type="string", pattern=r"^s3://"),
-        "instance_count": Param(1, type="integer", minimum=1, maximum=16),
-        "epochs": Param(3, type="integer", minimum=1, maximum=200),
-        "min_accuracy": Param(0.9, type="number", minimum=0, maximum=1),
-        "poll_interval": Param(30, type="integer", minimum=1, maximum=300,
-                               description="Seconds between status checks of the jobs and the endpoint"),
-        "gate_mode": Param("auto", enum=["auto", "manual"],
-                           description="manual: a model that passes the gate waits for a person's Approve"),
+        "data_prefix": form_param(f"s3://{BUCKET}/mlscale/minimal/data/", type="string", pattern=r"^s3://"),
+        "instance_count": form_param(1, type="integer", minimum=1, maximum=16),
+        "epochs": form_param(3, type="integer", minimum=1, maximum=200),
+        "min_accuracy": form_param(0.9, type="number", minimum=0, maximum=1),
+        "poll_interval": form_param(30, type="integer", minimum=1, maximum=300,
+                                    description="Seconds between status checks of the jobs and the endpoint"),
+        "gate_mode": form_param("auto", enum=["auto", "manual"],
+                                description="manual: a model that passes the gate waits for a person's Approve"),
     },
 ) as dag:
     train = SageMakerScriptTrainingOperator(

@@ -10,8 +10,9 @@ without notices: retraining on the past is the pipeline's own backfill.
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import DAG, CronTriggerTimetable, Param, task
+from airflow.sdk import DAG, CronTriggerTimetable, task
 
+from mlscale.params import form_param
 from mlscale.settings import setting
 
 AWS_CONN_ID = setting("aws_conn_id")
@@ -25,13 +26,13 @@ with DAG(
     catchup=False,
     tags=["mlscale", "producer"],
     params={
-        "records_per_day": Param(1_000, type="integer", minimum=100, maximum=1_000_000,
-                                 description="Records written per day"),
-        "days": Param(7, type="integer", minimum=1, maximum=366,
-                      description="Days up to the run's day whose missing partitions this run writes "
-                                  "(a first run loads a week: what the pipeline trains on)"),
-        "announce": Param(True, type="boolean",
-                          description="Announce new days to the pipeline (backfill runs never do)"),
+        "records_per_day": form_param(1_000, type="integer", minimum=100, maximum=1_000_000,
+                                      description="Records written per day"),
+        "days": form_param(7, type="integer", minimum=1, maximum=366,
+                           description="Days up to the run's day whose missing partitions this run writes "
+                                       "(a first run loads a week: what the pipeline trains on)"),
+        "announce": form_param(True, type="boolean",
+                               description="Announce new days to the pipeline (backfill runs never do)"),
     },  # fmt: skip
 ) as dag:
 

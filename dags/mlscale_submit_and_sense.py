@@ -10,10 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pendulum
-from airflow.sdk import DAG, Param
+from airflow.sdk import DAG
 
 from mlscale.operators import SageMakerEndpointDeployOperator, SageMakerScriptTrainingOperator
 from mlscale.sensors import EndpointSensor, TrainingJobSensor
+from mlscale.params import form_param
 from mlscale.settings import setting
 from mlscale.specs import EndpointSpec, TrainingSpec
 
@@ -25,8 +26,8 @@ with DAG(
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     schedule=None,
     tags=["mlscale", "example"],
-    params={"data_prefix": Param(f"s3://{BUCKET}/mlscale/minimal/data/", type="string", pattern=r"^s3://"),
-            "epochs": Param(2, type="integer", minimum=1, maximum=200)},  # fmt: skip
+    params={"data_prefix": form_param(f"s3://{BUCKET}/mlscale/minimal/data/", type="string", pattern=r"^s3://"),
+            "epochs": form_param(2, type="integer", minimum=1, maximum=200)},  # fmt: skip
 ) as dag:
     submit_training = SageMakerScriptTrainingOperator(
         task_id="submit_training",

@@ -91,12 +91,17 @@ class StageOperator(AwsBaseOperator):
         self._fingerprint: str | None = None
 
     def _set_xcomargs_dependencies(self) -> None:
-        """As BaseOperator does for its template fields, but also inside the spec (and its channels)."""
+        """As BaseOperator does for its template fields, but also inside the spec (and its channels), and with
+        one set_upstream call for all the distinct tasks: BaseOperator makes one per reference, and each hashes
+        the DAG (its schedule's repr, for an asset-or-time schedule): a stage reads a dozen XComArgs."""
         from airflow.sdk.definitions.xcom_arg import XComArg
 
-        super()._set_xcomargs_dependencies()
-        for value in _template_values(self.spec):
-            XComArg.apply_upstream_relationship(self, value)
+        values = [getattr(self, field, None) for field in self.template_fields]
+        upstream = {operator.task_id: operator
+                    for value in (*values, *_template_values(self.spec))
+                    for operator, _ in XComArg.iter_xcom_references(value)}  # fmt: skip
+        if upstream:
+            self.set_upstream(list(upstream.values()))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A stage that can be cached (`cache_stage`) says what decides its output: `cache_parts(context)`
