@@ -23,12 +23,14 @@ pytestmark = pytest.mark.usefixtures("no_trigger_hold")
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_kind_round_trips_through_serialize(kind):
     trigger = StageTrigger(kind, "resource-1", poll_interval=7, stop_on_kill=True, aws_conn_id="aws_x",
-                           region_name="eu-west-1", verify=False, botocore_config={"retries": {"mode": "standard"}})  # fmt: skip
+                           region_name="eu-west-1", verify=False, botocore_config={"retries": {"mode": "standard"}},
+                           first_poll_after=7)  # fmt: skip
     classpath, kwargs = trigger.serialize()
     module, name = classpath.rsplit(".", 1)
     rebuilt = getattr(__import__(module, fromlist=[name]), name)(**kwargs)
     assert rebuilt.serialize() == (classpath, kwargs)
     assert classpath == "mlscale.triggers.stage.StageTrigger" and kwargs["kind"] == kind
+    assert kwargs["first_poll_after"] == 7
 
 
 def start_job(clients, name: str, script: str) -> None:
@@ -43,6 +45,15 @@ def test_success_event_and_the_jobs_log_lines(emulator, clients, capfd):
     assert event == {"status": "success", "kind": "training", "resource_id": "trigger-quick", "state": "Completed",
                      "reason": None}  # fmt: skip
     assert "[algo-1] step=1 loss=0.5" in capfd.readouterr().out
+
+
+@pytest.mark.emulator
+def test_the_first_describe_waits_first_poll_after(emulator):
+    """A stage defers right after it created or described its resource: the trigger does not ask again at once."""
+    started = time.monotonic()
+    event = first_event(StageTrigger("training", "no-such-job-yet", poll_interval=0.3, first_poll_after=1.5))
+    assert event["status"] == "error"  # what the first Describe answered, not sooner than asked for
+    assert time.monotonic() - started >= 1.5
 
 
 @pytest.mark.emulator

@@ -27,12 +27,18 @@ class StageTrigger(BaseTrigger):
     service's reason, or `error` when describing it failed. When the task is
     killed (mark failed, clear) and `stop_on_kill` is set, on_kill stops the
     resource, as the operator's on_kill does when it waits in a worker.
+
+    `first_poll_after`: seconds before the first Describe. A stage defers right after it created the resource
+    or described it in progress, so its first poll would only repeat what it saw (the stages pass their poll
+    interval; a sensor, which has seen nothing yet, 0).
     """
 
     def __init__(self, kind: str, resource_id: str, poll_interval: float = 30, stop_on_kill: bool = False,
                  aws_conn_id: str | None = "aws_default", region_name: str | None = None,
-                 verify: bool | str | None = None, botocore_config: dict | None = None):  # fmt: skip
+                 verify: bool | str | None = None, botocore_config: dict | None = None,
+                 first_poll_after: float = 0):  # fmt: skip
         super().__init__()
+        self.first_poll_after = first_poll_after
         self.kind, self.resource_id, self.poll_interval, self.stop_on_kill = kind, resource_id, poll_interval, stop_on_kill
         self.aws_conn_id, self.region_name, self.verify, self.botocore_config = (
             aws_conn_id, region_name, verify, botocore_config)  # fmt: skip
@@ -41,7 +47,8 @@ class StageTrigger(BaseTrigger):
         return (f"{type(self).__module__}.{type(self).__qualname__}",
                 {"kind": self.kind, "resource_id": self.resource_id, "poll_interval": self.poll_interval,
                  "stop_on_kill": self.stop_on_kill, "aws_conn_id": self.aws_conn_id,
-                 "region_name": self.region_name, "verify": self.verify, "botocore_config": self.botocore_config})  # fmt: skip
+                 "region_name": self.region_name, "verify": self.verify, "botocore_config": self.botocore_config,
+                 "first_poll_after": self.first_poll_after})  # fmt: skip
 
     def _hook(self):
         """The kind and its hook (shared by the waits on one connection), its client made. Blocking: call it in
@@ -66,6 +73,7 @@ class StageTrigger(BaseTrigger):
         loop = asyncio.get_running_loop()
         try:
             kind, watch = await loop.run_in_executor(_polls, self._watch)
+            await asyncio.sleep(float(self.first_poll_after))
             while True:
                 # boto3 is blocking: keep it off the triggerer's event loop
                 description, lines = await loop.run_in_executor(_polls, watch.poll)
