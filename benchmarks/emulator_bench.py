@@ -83,6 +83,7 @@ def figures(quick: bool = False) -> list:
                                     aws_access_key_id="bench", aws_secret_access_key="bench")  # fmt: skip
 
             s3, sagemaker = client("s3"), client("sagemaker")
+            sagemaker.list_training_jobs()  # a client's first call resolves its endpoint rules: not the emulator's time
             s3.create_bucket(Bucket="mlscale-test")
             channels = {name: uri for name, uri in stage_digits(s3, "mlscale-test", "bench/digits").items()
                         if name in ("train", "test")}  # fmt: skip

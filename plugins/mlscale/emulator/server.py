@@ -8,7 +8,7 @@ import sys
 import threading
 
 from mlscale.emulator import settings as emulator_settings
-from mlscale.emulator import state
+from mlscale.emulator import state, warm_up
 from mlscale.emulator.executors import processes
 from mlscale.emulator.settings import EmulatorSettings
 
@@ -18,13 +18,14 @@ log = logging.getLogger(__name__)
 def install_services() -> None:
     """Patch moto's backends where mlscale does the work moto only records. Batch and CloudFormation are
     patched when moto first loads them (mlscale.emulator.after_import): they bring ~230 MB of moto with them."""
-    from mlscale.emulator import after_import, console, faults
+    from mlscale.emulator import after_import, console, dispatch, faults
     from mlscale.emulator.athena import queries
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
     from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform, validation
 
+    dispatch.install()
     validation.install()
     after_import.when_imported("moto.batch.models", _install_batch)
     after_import.when_imported("moto.cloudformation.models", _install_cloudformation)
@@ -130,6 +131,7 @@ class EmulatorServer:
             emulator_settings.activate(self.settings)
         if restored:
             recover_services()
+        warm_up.start()
         log.info("mlscale emulator listening on %s%s", self.endpoint_url, " (state restored)" if restored else "")
         return self
 
