@@ -7,7 +7,8 @@ Figures:
 - the emulator server's own peak RSS during the first run (its job, model-server and device processes are
   not the server) against a plain moto server after similar calls: the same S3 objects (bucket, key, size)
   put, as many training jobs and models created, and a call to each other service the demo uses;
-- the stage cache: the re-run unchanged against the first run's wall time, and the jobs the re-run launched.
+- the stage cache: the re-run unchanged against the first run's wall time, and the jobs the re-run launched;
+- the example trainer's data-wait fraction (its data:wait_fraction metric) in the first run's training job.
 
 Quick: 1,000 records a day instead of 10,000.
 """
@@ -129,6 +130,18 @@ def job_intervals(sagemaker, window: tuple[float, float]) -> list[tuple[str, flo
     return jobs
 
 
+def data_wait_fraction(sagemaker, window: tuple[float, float]) -> float | None:
+    """The example trainer's own measure of its time waiting for data (the data:wait_fraction metric), for the
+    training job that ran inside the window."""
+    for summary in sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]:
+        job = sagemaker.describe_training_job(TrainingJobName=summary["TrainingJobName"])
+        if job.get("TrainingStartTime") and window[0] <= job["TrainingStartTime"].timestamp() <= window[1]:
+            values = [m["Value"] for m in job.get("FinalMetricDataList", []) if m["MetricName"] == "data:wait_fraction"]
+            if values:
+                return values[0]
+    return None
+
+
 def covered(intervals: list[tuple[float, float]], within: tuple[float, float] | None = None) -> float:
     """Seconds covered by the union of the intervals (clipped to `within`)."""
     clipped = sorted((max(a, within[0]), min(b, within[1])) if within else (a, b) for a, b in intervals)
@@ -212,6 +225,7 @@ def figures(quick: bool) -> list[Figure]:
                 first = _demo(home, emulator, conf)
             window, tasks = run_timings(home, first["run_id"])
             jobs = job_intervals(control.client(emulator, "sagemaker"), window)
+            waiting = data_wait_fraction(control.client(emulator, "sagemaker"), window)
             objects = s3_inventory(control.client(emulator, "s3"))
             again = _demo(home, emulator, conf)
             again_window, again_tasks = run_timings(home, again["run_id"])
@@ -229,6 +243,9 @@ def figures(quick: bool) -> list[Figure]:
     return [
         Figure("demo_orchestration_overhead", (wall - in_jobs) / wall, None, "<= 0.2", "of the run",
                f"{wall:.1f} s run, {in_jobs:.1f} s in {len(jobs)} jobs ({data} records); longest tasks: {top}"),
+        Figure("trainer_data_wait_fraction", 1.0 if waiting is None else waiting, None, "<= 0.05", "of training",
+               "the example trainer's data:wait_fraction metric in the demo's training job (time waiting for the "
+               "next batch of the shard loader / the epoch)" + (" (not reported)" if waiting is None else "")),
         Figure("emulator_server_peak_rss_vs_moto", server_rss.peak / 2**20, moto_peak / 2**20, "<= 1.5", "MB",
                f"the emulator server during the demo vs plain moto given the same {len(objects)} S3 objects "
                f"({sum(s for _, _, s in objects) / 1e6:.0f} MB)"),

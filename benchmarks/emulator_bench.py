@@ -4,8 +4,9 @@ processing job and a Batch Transform: benchmarks/emulator_jobs_bench.py, on the 
 The job: include/training/train.py on the digits data, 1 and 2 instances (DDP over gloo). Through the
 emulator: CreateTrainingJob until DescribeTrainingJob says Completed (data download, processes, log shipping,
 model upload included: what a user waits for). Directly: the same script under torchrun on this machine, as
-many processes, the same environment variables (SM_CHANNEL_*, SM_MODEL_DIR, OMP_NUM_THREADS) and the same
-data already on disk. Rounds interleave the two sides.
+many processes (a torchrun per instance with its worker, as SageMaker's toolkit runs one on each instance), the
+same environment variables (SM_CHANNEL_*, SM_MODEL_DIR, OMP_NUM_THREADS) and the same data already on disk.
+Rounds interleave the two sides.
 """
 
 from __future__ import annotations
@@ -43,16 +44,24 @@ def _through_emulator(sagemaker, name: str, source: str, channels: dict, instanc
 
 
 def _directly(work: Path, data: dict[str, Path], instances: int) -> float:
+    """One torchrun per instance (its node rank) with one worker, rendezvousing at one port: the processes the
+    emulator starts, without the emulator."""
     model = work / f"model-{instances}"
     model.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_"))}
     env.update({"SM_MODEL_DIR": str(model), "SM_CHANNEL_TRAIN": str(data["train"]), "SM_CHANNEL_TEST": str(data["test"]),
                 "SM_HOSTS": '["algo-1"]', "SM_CURRENT_HOST": "algo-1", "PYTHONUNBUFFERED": "1",
                 "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // instances))})  # fmt: skip
-    command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc_per_node", str(instances),
-               "--master_addr", "127.0.0.1", "--master_port", str(_free_port()), "train.py", "--epochs", str(EPOCHS)]  # fmt: skip
+    port = str(_free_port())
+    commands = [[sys.executable, "-m", "torch.distributed.run", "--nnodes", str(instances), "--nproc_per_node", "1",
+                 "--master_addr", "127.0.0.1", "--master_port", port, "--node_rank", str(rank), "train.py",
+                 "--epochs", str(EPOCHS)] for rank in range(instances)]  # fmt: skip
     started = time.perf_counter()
-    subprocess.run(command, cwd=REPO / "include" / "training", env=env, check=True, capture_output=True)
+    processes = [subprocess.Popen(command, cwd=REPO / "include" / "training", env=env, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE) for command in commands]  # fmt: skip
+    for process in processes:
+        _, stderr = process.communicate()
+        assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
     return time.perf_counter() - started
 
 

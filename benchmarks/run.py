@@ -40,13 +40,16 @@ ROUNDS = int(os.environ.get("MLSCALE_BENCH_ROUNDS", "7"))
 PARSE = """
 import json, sys, time
 import airflow.sdk, airflow.dag_processing.dagbag as d  # what a DAG processor has loaded before parsing
+from airflow.serialization.serialized_objects import DagSerialization
 path = sys.argv[1]
 t = time.perf_counter(); bag = d.DagBag(dag_folder=path, safe_mode=False); cold = time.perf_counter() - t
 assert not bag.import_errors, bag.import_errors
-warm = []
+warm, serialize = [], []
 for _ in range(5):
-    t = time.perf_counter(); d.DagBag(dag_folder=path, safe_mode=False); warm.append(time.perf_counter() - t)
-print(json.dumps({"cold": cold, "warm": min(warm)}))
+    t = time.perf_counter(); bag = d.DagBag(dag_folder=path, safe_mode=False); warm.append(time.perf_counter() - t)
+    (dag,) = bag.dags.values()
+    t = time.perf_counter(); DagSerialization.to_dict(dag); serialize.append(time.perf_counter() - t)
+print(json.dumps({"cold": cold, "warm": min(warm), "serialize": min(serialize), "tasks": len(dag.tasks)}))
 """
 
 PLUGINS = """
@@ -75,10 +78,18 @@ def parse_and_plugin_figures(rounds: int) -> list[Figure]:
         base.append(probe(PARSE, str(REPO / "benchmarks" / "baseline_dag.py")))
         plugin_runs.append(probe(PLUGINS))
     figures = []
+    tasks, base_tasks = ours[0]["tasks"], base[0]["tasks"]
+    serialize, base_serialize = median([r["serialize"] * 1e3 for r in ours]), median([r["serialize"] * 1e3 for r in base])
     for key, goal in (("cold", "<= 1.2"), ("warm", "<= 2")):
         mine, theirs = [r[key] * 1e3 for r in ours], [r[key] * 1e3 for r in base]
+        also = f"; serializing it (as a DAG processor does after each parse) {serialize:.1f} vs {base_serialize:.1f} ms"
         figures.append(Figure(f"dag_parse_{key}", median(mine), median(theirs), goal, "ms",
-                              f"dags/mlscale_pipeline.py vs the 4-operator provider DAG; {spread(mine)}"))
+                              f"dags/mlscale_pipeline.py ({tasks} tasks) vs the {base_tasks}-operator provider DAG; "
+                              f"{spread(mine)}{also if key == 'warm' else ''}"))  # fmt: skip
+    # Not one of the issue's figures: the warm parse per task, the pipeline having 25 tasks to the baseline's 4.
+    mine, theirs = [r["warm"] * 1e3 / tasks for r in ours], [r["warm"] * 1e3 / base_tasks for r in base]
+    figures.append(Figure("dag_parse_warm_per_task", median(mine), median(theirs), "<= 2", "ms/task",
+                          f"{tasks} vs {base_tasks} tasks; {spread(mine)}"))
     plugins = [r["plugins"] * 1e3 for r in plugin_runs]
     provider = [r["provider"] * 1e3 for r in plugin_runs]
     figures.append(Figure("plugin_load", median(plugins), median(provider), "<= 0.1", "ms",
