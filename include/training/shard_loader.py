@@ -12,7 +12,6 @@ Travels in the training job's source dir: imports nothing from mlscale.
 import glob
 import json
 import os
-import random
 import time
 
 import numpy as np
@@ -47,32 +46,40 @@ def iterate_shard(path: str):
 
 
 class ShardStream(IterableDataset):
-    """Samples from this rank's shards; DataLoader workers split them further."""
+    """Batches from this rank's shards; DataLoader workers split the shards further.
 
-    def __init__(self, shards, shuffle_buffer: int, seed: int):
-        self.shards, self.shuffle_buffer, self.seed = list(shards), shuffle_buffer, seed
+    A worker makes whole batches with NumPy (one permutation of its shuffle buffer per chunk read, then slices):
+    turning records into tensors one at a time and collating them took longer than the example model's training
+    step, and the trainer waited for data a quarter of the time.
+    """
+
+    def __init__(self, shards, shuffle_buffer: int, seed: int, batch_size: int):
+        self.shards, self.shuffle_buffer, self.seed, self.batch_size = list(shards), shuffle_buffer, seed, batch_size
 
     def __iter__(self):
         worker = get_worker_info()
         mine = self.shards if worker is None else self.shards[worker.id :: worker.num_workers]
-        rng = random.Random(self.seed + (worker.id if worker else 0))
-        order = list(mine)
-        rng.shuffle(order)
-        buffer = []
+        rng = np.random.default_rng(self.seed + (worker.id if worker else 0))
+        order = [mine[i] for i in rng.permutation(len(mine))]
+        buffer = None
         for path in order:
             for chunk in iterate_shard(path):
-                for record in chunk:
-                    buffer.append(record)
-                    if len(buffer) >= self.shuffle_buffer:
-                        yield self._sample(buffer.pop(rng.randrange(len(buffer))))
-        rng.shuffle(buffer)
-        for record in buffer:
-            yield self._sample(record)
+                buffer = chunk if buffer is None else np.concatenate([buffer, chunk])
+                ready = (len(buffer) - self.shuffle_buffer) // self.batch_size  # keep shuffle_buffer records back
+                if ready > 0:
+                    buffer = buffer[rng.permutation(len(buffer))]
+                    for start in range(0, ready * self.batch_size, self.batch_size):
+                        yield self._batch(buffer[start : start + self.batch_size])
+                    buffer = buffer[ready * self.batch_size :]
+        if buffer is not None and len(buffer):
+            buffer = buffer[rng.permutation(len(buffer))]
+            for start in range(0, len(buffer), self.batch_size):
+                yield self._batch(buffer[start : start + self.batch_size])
 
     @staticmethod
-    def _sample(record):
-        image = torch.from_numpy(record["pixels"].astype(np.float32) / 255.0).unsqueeze(0)
-        return image, int(record["label"])
+    def _batch(records):
+        images = torch.from_numpy(records["pixels"].astype(np.float32) / 255.0).unsqueeze(1)
+        return images, torch.from_numpy(records["label"].astype(np.int64))
 
 
 class LoaderStats:
@@ -112,8 +119,8 @@ def shard_loader(channel_dir: str, batch_size: int, rank: int = 0, world_size: i
         raise FileNotFoundError(f"no .rec shards under {channel_dir}")
     mine = shards[rank::world_size] or shards  # fewer shards than ranks: share them
     workers = max(0, min(workers, len(mine)))
-    stream = ShardStream(mine, shuffle_buffer, seed + 1000 * epoch + rank)
+    stream = ShardStream(mine, shuffle_buffer, seed + 1000 * epoch + rank, batch_size)
     extra = {"prefetch_factor": prefetch_factor, "persistent_workers": False} if workers else {}
     stats = LoaderStats()
-    loader = DataLoader(stream, batch_size=batch_size, num_workers=workers, **extra)
+    loader = DataLoader(stream, batch_size=None, num_workers=workers, **extra)  # the stream makes the batches
     return stats.wrap(loader), stats

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import torch
 
 from tests.conftest import REPO
 
@@ -79,14 +80,25 @@ def test_bad_shard_arguments(raw_dir, tmp_path, args, message):
     assert result.returncode != 0 and message in result.stderr
 
 
-def test_loader_reads_every_record_once_across_ranks_and_workers(raw_dir, tmp_path):
+def _record_keys(labels, pixels) -> list[bytes]:
+    return [bytes([int(label)]) + np.asarray(image).tobytes() for label, image in zip(labels, pixels)]
+
+
+def test_loader_reads_every_record_once_across_ranks_and_workers_shuffled(raw_dir, tmp_path):
     shard(raw_dir, tmp_path, "--shards", "4", "--seed", "1")
-    seen = []
+    on_disk, seen, sizes = [], [], []
+    for path in sorted((tmp_path / "shards").glob("*.rec")):
+        for chunk in iterate_shard(str(path)):
+            on_disk += _record_keys(chunk["label"], chunk["pixels"].astype(np.float32) / 255.0)
     for rank in range(2):
         batches, stats = shard_loader(str(tmp_path / "shards"), batch_size=64, rank=rank, world_size=2, workers=2,
                                       shuffle_buffer=256)  # fmt: skip
         for images, labels in batches:
-            assert images.shape[1:] == (1, 8, 8) and float(images.max()) <= 1.0
-            seen.append(len(labels))
+            assert images.shape[1:] == (1, 8, 8) and images.dtype == torch.float32 and float(images.max()) <= 1.0
+            assert labels.dtype == torch.int64 and len(labels) <= 64
+            sizes.append(len(labels))
+            seen += _record_keys(labels.numpy(), images.squeeze(1).numpy())
         assert stats.batches > 0 and "data_wait_fraction=" in stats.line()
-    assert sum(seen) == 2006
+    assert len(seen) == 2006 and sorted(seen) == sorted(on_disk)  # each record once, across ranks and workers
+    assert seen != on_disk  # shuffled, not in the shards' order
+    assert sizes.count(64) >= len(sizes) - 4  # full batches, but for each worker's last
