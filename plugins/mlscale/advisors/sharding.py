@@ -25,17 +25,20 @@ class ShardPlan:
 
 def plan_shards(dataset_bytes: int, records: int, instances: int, loader_workers: int = 1,
                 target_shard_bytes: int = TARGET_SHARD_BYTES) -> ShardPlan:  # fmt: skip
-    """Shards of about `target_shard_bytes`, at least one per loader worker on every instance."""
+    """Shards of about `target_shard_bytes`, at least one per reader on every instance: each loader worker, or the
+    training process itself when it loads without workers (`loader_workers` 0)."""
     for field, value, low in (("dataset_bytes", dataset_bytes, 1), ("records", records, 1),
-                              ("instances", instances, 1), ("loader_workers", loader_workers, 1),
+                              ("instances", instances, 1), ("loader_workers", loader_workers, 0),
                               ("target_shard_bytes", target_shard_bytes, 1)):  # fmt: skip
         if not isinstance(value, int) or value < low:
             raise SpecError(field, f"must be an integer >= {low}", value)
-    readers = instances * loader_workers
+    per_instance = max(1, loader_workers)
+    readers = instances * per_instance
     by_size = math.ceil(dataset_bytes / min(target_shard_bytes, MAX_SHARD_BYTES))
     shards = min(max(by_size, readers), records)
     if shards == readers and by_size < readers:
-        why = f"one per reader ({instances} instance(s) x {loader_workers} loader worker(s)); the data is small"
+        who = f"{loader_workers} loader worker(s)" if loader_workers else "the training process"
+        why = f"one per reader ({instances} instance(s) x {who}); the data is small"
     else:
         why = f"about {target_shard_bytes // MB} MB each, read front to back"
     return ShardPlan(shards, math.ceil(records / shards), math.ceil(dataset_bytes / shards), f"{shards} shards: {why}")
