@@ -11,12 +11,17 @@ import json, sys, time
 started = time.perf_counter()
 from airflow import plugins_manager
 plugins, errors = plugins_manager._get_plugins()
+links_at_load = "mlscale.links" in sys.modules
+links = sorted(type(link).__name__ for link in plugins_manager.get_operator_extra_links()
+               if type(link).__module__ == "mlscale.links")
 from airflow.providers_manager import ProvidersManager
 providers = ProvidersManager().providers
 print(json.dumps({
     "plugins": [p.name for p in plugins],
     "errors": errors,
     "provider": "mlscale" in providers,
+    "links_at_load": links_at_load,
+    "links": links,
     "shadowed": sorted(m for m in ("base", "plugin", "training", "naming", "cli", "demo", "settings") if m in sys.modules),
     "heavy": sorted(m for m in ("torch", "duckdb", "pandas", "sagemaker", "moto", "sklearn", "mlscale.ui.app")
                     if m in sys.modules),
@@ -42,6 +47,9 @@ def test_plugin_loads_once_through_its_entry_point_with_no_errors():
     # plugins/.airflowignore keeps the loader from importing package files as top-level modules
     assert result["shadowed"] == []
     assert result["heavy"] == []
+    # the extra links are made when Airflow first asks for them, not in every process that loads plugins
+    assert result["links_at_load"] is False
+    assert "TrainingJobLink" in result["links"] and "GreengrassDeploymentLink" in result["links"]
 
 
 def test_airflowignore_names_the_package():

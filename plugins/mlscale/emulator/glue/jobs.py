@@ -70,7 +70,7 @@ def _execute(job, run) -> None:
         s3 = settings.aws_client("s3", region)
         script = work / os.path.basename(command["ScriptLocation"])
         bucket, key = s3io.split_s3_uri(command["ScriptLocation"])
-        s3.download_file(bucket, key, str(script))
+        s3io.download(s3, bucket, key, script)
         args = [a for k, v in sorted((run.arguments or {}).items()) for a in (k, str(v))]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MLSCALE_"))}
         env.update({"AWS_ENDPOINT_URL": settings.current().endpoint_url, "AWS_ACCESS_KEY_ID": "testing",

@@ -63,7 +63,7 @@ def deploy_component(thing: str, platform: dict, recipe: dict, update: dict | No
         target = artifacts / Path(uri).name
         try:
             bucket, key = s3io.split_s3_uri(uri)
-            s3.download_file(bucket, key, str(target))
+            s3io.download(s3, bucket, key, target)
         except Exception as error:  # noqa: BLE001 - the download's reason is the device's reason
             raise DeviceFailure(f"cannot download artifact {uri}: {error}") from None
         if str(artifact.get("unarchive", "NONE")).upper() == "ZIP":
