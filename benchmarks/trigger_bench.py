@@ -39,7 +39,8 @@ if side == "mlscale":
     from mlscale.triggers.stage import StageTrigger
     os.environ["AIRFLOW__MLSCALE__FIRST_EVENT_DELAY"] = "0"
     # as a stage defers it: right after it created the job (the provider's operator describes it then instead)
-    make = lambda name: StageTrigger("training", name, poll_interval=poll, aws_conn_id="bench", first_poll_after=poll)
+    make = lambda name: StageTrigger("training", name, poll_interval=poll, aws_conn_id="bench",
+                                     next_poll_at=time.time() + poll)
 else:
     from airflow.providers.amazon.aws.triggers.sagemaker import SageMakerTrigger
     make = lambda name: SageMakerTrigger(job_name=name, job_type="training", poke_interval=int(poll),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -37,7 +38,8 @@ def test_a_resumed_task_converts_its_rendered_spec_again():
     with pytest.raises(TaskDeferred) as deferred:
         operator.execute({})
     assert deferred.value.trigger.kind == "training" and deferred.value.trigger.stop_on_kill is True
-    assert deferred.value.trigger.first_poll_after == operator.poll_interval  # it has just seen the job running
+    # the next look at the job is a poll interval after this one
+    assert time.time() < deferred.value.trigger.next_poll_at <= time.time() + operator.poll_interval
     resumed = CountingStage(task_id="count", spec=CountSpec("3"))
     event = {"status": "success", "kind": "training", "resource_id": "job-1", "state": "Completed", "reason": None}
     assert resumed.resume({}, event) == {"count": 3, "after": "Completed"}

@@ -52,7 +52,7 @@ def test_deferrable_by_default_over_the_stage_trigger(emulator, clients):
         sensor.execute(context())
     trigger = deferred.value.trigger
     assert isinstance(trigger, StageTrigger) and trigger.kind == "training" and trigger.stop_on_kill is False
-    assert trigger.first_poll_after == 0  # a sensor has seen nothing yet: its first Describe is at once
+    assert trigger.next_poll_at is None  # a sensor has seen nothing yet: its first Describe is at once
     assert deferred.value.timeout.total_seconds() == 600
     event = first_event(trigger)
     assert sensor.execute_complete(context(), event)["status"] == "Completed"

@@ -24,13 +24,13 @@ pytestmark = pytest.mark.usefixtures("no_trigger_hold")
 def test_every_kind_round_trips_through_serialize(kind):
     trigger = StageTrigger(kind, "resource-1", poll_interval=7, stop_on_kill=True, aws_conn_id="aws_x",
                            region_name="eu-west-1", verify=False, botocore_config={"retries": {"mode": "standard"}},
-                           first_poll_after=7)  # fmt: skip
+                           next_poll_at=1_800_000_000.5)  # fmt: skip
     classpath, kwargs = trigger.serialize()
     module, name = classpath.rsplit(".", 1)
     rebuilt = getattr(__import__(module, fromlist=[name]), name)(**kwargs)
     assert rebuilt.serialize() == (classpath, kwargs)
     assert classpath == "mlscale.triggers.stage.StageTrigger" and kwargs["kind"] == kind
-    assert kwargs["first_poll_after"] == 7
+    assert kwargs["next_poll_at"] == 1_800_000_000.5
 
 
 def start_job(clients, name: str, script: str) -> None:
@@ -48,12 +48,16 @@ def test_success_event_and_the_jobs_log_lines(emulator, clients, capfd):
 
 
 @pytest.mark.emulator
-def test_the_first_describe_waits_first_poll_after(emulator):
-    """A stage defers right after it created or described its resource: the trigger does not ask again at once."""
-    started = time.monotonic()
-    event = first_event(StageTrigger("training", "no-such-job-yet", poll_interval=0.3, first_poll_after=1.5))
+def test_the_first_describe_waits_for_next_poll_at(emulator):
+    """A stage defers right after it created or described its resource: the trigger does not ask again at once,
+    but a poll interval after that look; one whose time has passed (a slow hand-off) asks at once."""
+    started = time.time()
+    event = first_event(StageTrigger("training", "no-such-job-yet", poll_interval=0.3, next_poll_at=started + 1.5))
     assert event["status"] == "error"  # what the first Describe answered, not sooner than asked for
-    assert time.monotonic() - started >= 1.5
+    assert time.time() - started >= 1.5
+    started = time.time()
+    event = first_event(StageTrigger("training", "no-such-job-yet", poll_interval=60, next_poll_at=started - 10))
+    assert event["status"] == "error" and time.time() - started < 30  # not a minute's wait
 
 
 @pytest.mark.emulator

@@ -21,7 +21,7 @@ CALLS = (
     ("logs", "describe_log_groups", {"limit": 1}),
     ("cloudwatch", "list_metrics", {}),
 )
-MODULES = ("mlscale.emulator.executors.training_env", "s3transfer.manager", "psutil")
+MODULES = ("mlscale.emulator.executors.training_env", "mlscale.emulator.executors.utilisation", "psutil")
 
 
 def start(region: str = "us-east-1") -> threading.Thread:

@@ -254,7 +254,7 @@ class StageOperator(AwsBaseOperator):
                 self.defer(trigger=StageTrigger(
                     outcome.kind.name, outcome.resource_id, self.poll_interval, outcome.stop_on_kill,
                     self.aws_conn_id, self.region_name, self.verify, self.botocore_config,
-                    first_poll_after=self.poll_interval), method_name="resume",
+                    next_poll_at=time.time() + float(self.poll_interval)), method_name="resume",
                     kwargs={"recheck": outcome.recheck, "fingerprint": self._fingerprint})  # fmt: skip
             settled = self._wait_here(outcome)
             if outcome.recheck and settled["status"] == "success":

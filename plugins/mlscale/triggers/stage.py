@@ -28,17 +28,18 @@ class StageTrigger(BaseTrigger):
     killed (mark failed, clear) and `stop_on_kill` is set, on_kill stops the
     resource, as the operator's on_kill does when it waits in a worker.
 
-    `first_poll_after`: seconds before the first Describe. A stage defers right after it created the resource
-    or described it in progress, so its first poll would only repeat what it saw (the stages pass their poll
-    interval; a sensor, which has seen nothing yet, 0).
+    `next_poll_at`: when to make the first Describe (epoch seconds; None: at once). A stage defers right after
+    it created the resource or saw it in progress, and asks again one poll interval after that look: an
+    immediate poll would only repeat it, while a hand-off to the triggerer slower than the interval still gets
+    its first poll at once. A sensor, which has seen nothing yet, passes None.
     """
 
     def __init__(self, kind: str, resource_id: str, poll_interval: float = 30, stop_on_kill: bool = False,
                  aws_conn_id: str | None = "aws_default", region_name: str | None = None,
                  verify: bool | str | None = None, botocore_config: dict | None = None,
-                 first_poll_after: float = 0):  # fmt: skip
+                 next_poll_at: float | None = None):  # fmt: skip
         super().__init__()
-        self.first_poll_after = first_poll_after
+        self.next_poll_at = next_poll_at
         self.kind, self.resource_id, self.poll_interval, self.stop_on_kill = kind, resource_id, poll_interval, stop_on_kill
         self.aws_conn_id, self.region_name, self.verify, self.botocore_config = (
             aws_conn_id, region_name, verify, botocore_config)  # fmt: skip
@@ -48,7 +49,7 @@ class StageTrigger(BaseTrigger):
                 {"kind": self.kind, "resource_id": self.resource_id, "poll_interval": self.poll_interval,
                  "stop_on_kill": self.stop_on_kill, "aws_conn_id": self.aws_conn_id,
                  "region_name": self.region_name, "verify": self.verify, "botocore_config": self.botocore_config,
-                 "first_poll_after": self.first_poll_after})  # fmt: skip
+                 "next_poll_at": self.next_poll_at})  # fmt: skip
 
     def _hook(self):
         """The kind and its hook (shared by the waits on one connection), its client made. Blocking: call it in
@@ -73,7 +74,8 @@ class StageTrigger(BaseTrigger):
         loop = asyncio.get_running_loop()
         try:
             kind, watch = await loop.run_in_executor(_polls, self._watch)
-            await asyncio.sleep(float(self.first_poll_after))
+            if self.next_poll_at is not None:
+                await asyncio.sleep(max(0.0, float(self.next_poll_at) - time.time()))
             while True:
                 # boto3 is blocking: keep it off the triggerer's event loop
                 description, lines = await loop.run_in_executor(_polls, watch.poll)
