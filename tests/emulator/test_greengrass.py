@@ -105,10 +105,41 @@ def test_a_device_that_cannot_run_it_fails_and_rolls_back(fleet):
 def test_abort_criteria_cancel_the_rest_of_the_fleet(fleet):
     gg, iot = fleet
     gg.create_component_version(inlineRecipe=recipe("2.0.0", run="exit 3"))
+    # two devices a minute: the first fails before the second is reached
     abort = {"abortConfig": {"criteriaList": [{"failureType": "FAILED", "action": "CANCEL", "thresholdPercentage": 50,
-                                               "minNumberOfExecutedThings": 1}]}}  # fmt: skip
+                                               "minNumberOfExecutedThings": 1}]},
+             "jobExecutionsRolloutConfig": {"maximumPerMinute": 2}}  # fmt: skip
     deployment_id, status = deploy(gg, iot, "gg-fleet", "2.0.0", iotJobConfiguration=abort)
     assert status == "CANCELED"
     statuses = sorted(device_status(gg, t, deployment_id)["coreDeviceExecutionStatus"]
                       for t in ("gg-fleet-device-1", "gg-fleet-device-2"))  # fmt: skip
     assert statuses == ["CANCELED", "FAILED"]
+
+
+def test_a_fleet_installs_at_once_at_the_default_rollout_rate(fleet, tmp_path):
+    """IoT jobs reach up to 1,000 devices a minute when no rate is set: both devices install at the same time."""
+    gg, iot = fleet
+    go = tmp_path / "go"
+    gg.create_component_version(inlineRecipe=recipe("3.0.0", run=f"while [ ! -e {go} ]; do sleep 0.05; done"))
+    arn = iot.describe_thing_group(thingGroupName="gg-fleet")["thingGroupArn"]
+    deployment_id = gg.create_deployment(targetArn=arn, deploymentName="gg-fleet-3.0.0",
+                                         components={"com.test.Digits": {"componentVersion": "3.0.0"}})["deploymentId"]
+    things = ("gg-fleet-device-1", "gg-fleet-device-2")
+    def installing(thing):
+        entries = gg.list_effective_deployments(coreDeviceThingName=thing)["effectiveDeployments"]
+        return any(e["deploymentId"] == deployment_id and e["coreDeviceExecutionStatus"] == "IN_PROGRESS"
+                   for e in entries)  # fmt: skip
+
+    for _ in range(300):  # each device's Run waits for the file: both installing means they run at once
+        if all(installing(t) for t in things):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the devices never installed at the same time")
+    go.touch()
+    for _ in range(300):
+        if gg.get_deployment(deploymentId=deployment_id)["deploymentStatus"] != "ACTIVE":
+            break
+        time.sleep(0.1)
+    assert gg.get_deployment(deploymentId=deployment_id)["deploymentStatus"] == "COMPLETED"
+    assert {device_status(gg, t, deployment_id)["coreDeviceExecutionStatus"] for t in things} == {"SUCCEEDED"}

@@ -31,3 +31,38 @@ def test_a_shared_hook_is_made_again_after_a_while_so_an_edited_connection_is_re
     first = watch.shared_hook(KINDS["training"], "watch_a")
     monkeypatch.setattr(watch, "SHARED_HOOK_SECONDS", -1.0)
     assert watch.shared_hook(KINDS["training"], "watch_a") is not first
+
+
+class ThrottledTail:
+    """CloudWatch Logs refusing the log reads, as it does past its per-account rate."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def poll(self, description):
+        from botocore.exceptions import ClientError
+
+        self.calls += 1
+        if self.calls <= 2:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "GetLogEvents")
+        return ["[algo-1] epoch=1 loss=0.5"]
+
+
+class FakeSageMaker:
+    def describe_training_job(self, TrainingJobName):
+        return {"TrainingJobName": TrainingJobName, "TrainingJobStatus": "InProgress", "SecondaryStatus": "Training"}
+
+
+def test_throttled_log_reads_never_fail_the_wait_and_say_so_once():
+    class Hook:
+        conn = FakeSageMaker()
+
+    kind = KINDS["training"]
+    wait = watch.ResourceWatch(kind, "job-1", Hook())
+    wait.tail = ThrottledTail()  # in place of the job's CloudWatch log tail
+    polls = [wait.poll() for _ in range(3)]
+    assert all(kind.status(description) == "InProgress" for description, _ in polls)
+    said = [line for _, lines in polls for line in lines if "paused" in line]
+    assert said == ["Log lines paused (tried again at each poll): ClientError: An error occurred "
+                    "(ThrottlingException) when calling the GetLogEvents operation: Rate exceeded"]
+    assert "[algo-1] epoch=1 loss=0.5" in polls[2][1]  # the lines come once the reads are answered again

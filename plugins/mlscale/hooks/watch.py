@@ -87,11 +87,17 @@ def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -
 
 
 class ResourceWatch:
-    """Keeps what one wait needs between polls: the last answer, the log read positions, the progress line."""
+    """Keeps what one wait needs between polls: the last answer, the log read positions, the progress line.
+
+    The log lines are a report: a failed read of them (CloudWatch Logs throttles DescribeLogStreams and
+    GetLogEvents at tens of calls a second per account, which a triggerer's hundreds of waits can exceed) is
+    logged once and tried again at the next poll; only the resource's own Describe decides the wait.
+    """
 
     def __init__(self, kind: ResourceKind, resource_id: str, hook: Any, log_since_ms: int | None = None):
         self.kind, self.resource_id, self.client = kind, resource_id, hook.conn
         self.previous: dict | None = None
+        self.tail_error: str | None = None
         self.tail = self.progress = None
         if kind.log_group:
             from mlscale.hooks.job_logs import JobLogTail
@@ -107,7 +113,20 @@ class ResourceWatch:
         description = self.kind.describe(self.client, self.resource_id)
         lines = status_lines(self.kind, description, self.previous)
         if self.tail is not None:
-            new = self.tail.poll(description)
+            new = self._tail_lines(description, lines)
             lines += new + (self.progress.update(description, new) if self.progress else [])
         self.previous = description
         return description, lines
+
+    def _tail_lines(self, description: dict, lines: list[str]) -> list[str]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            new = self.tail.poll(description)
+        except (ClientError, BotoCoreError) as error:
+            if self.tail_error is None:
+                lines.append(f"Log lines paused (tried again at each poll): {type(error).__name__}: {error}")
+            self.tail_error = str(error)
+            return []
+        self.tail_error = None
+        return new

@@ -2,10 +2,12 @@
 
 Core devices are IoT things (moto's IoT) carrying the attributes
 greengrass=core, os and architecture: provision them with the IoT API and the
-emulator runs a simulated nucleus for each. Deployments to a thing group run
-on its core devices one after another (so an abort threshold can stop the
-rest); a thing-group deployment ends COMPLETED here (on AWS it stays ACTIVE
-until superseded), or CANCELED when the abort criteria trip.
+emulator runs a simulated nucleus for each. A deployment reaches a thing
+group's core devices at its IoT job's rollout rate (`maximumPerMinute`, 1,000
+when unset: a small fleet installs at once), and the abort criteria, checked as
+each device finishes, cancel the devices not yet reached; a thing-group
+deployment ends COMPLETED here (on AWS it stays ACTIVE until superseded), or
+CANCELED when the abort criteria trip.
 """
 
 from __future__ import annotations
@@ -275,6 +277,8 @@ def _record(t: _Tables, thing: str, deployment: dict, status: str, reason: str =
 
 
 def _run_deployment(t: _Tables, deployment: dict, region: str) -> None:
+    """Reach the target's devices at the IoT job's rollout rate, each installing on its own; stop reaching more
+    when the abort criteria trip (checked as each device finishes) or the deployment is canceled or replaced."""
     target = deployment["targetArn"]
     if ":thing/" in target:
         name = target.split("/")[-1]
@@ -283,31 +287,72 @@ def _run_deployment(t: _Tables, deployment: dict, region: str) -> None:
         devices = core_devices(region, target)
     for device in devices:
         _record(t, device["coreDeviceThingName"], deployment, "QUEUED")
-    policies = deployment["deploymentPolicies"]
-    timeout = int((policies.get("componentUpdatePolicy") or {}).get("timeoutInSeconds", 60))
-    criteria = ((deployment["iotJobConfiguration"].get("abortConfig") or {}).get("criteriaList")) or []
-    failed = executed = 0
+    rollout = _Rollout(t, deployment, region, len(devices))
     for index, device in enumerate(devices):
+        if index:
+            rollout.aborted.wait(rollout.interval)  # the rollout rate; tripped abort criteria end the wait
+        why = rollout.why_stopped()
+        if why:
+            for rest in devices[index:]:
+                _record(t, rest["coreDeviceThingName"], deployment, "CANCELED", why)
+            break
+        rollout.reach(device)
+    rollout.join()
+    with _lock:
+        if deployment["deploymentStatus"] == "ACTIVE":  # not replaced or canceled meanwhile
+            _move(deployment, "CANCELED" if rollout.aborted.is_set() else "COMPLETED")
+
+
+class _Rollout:
+    """One deployment's devices in flight: IoT jobs notify up to `maximumPerMinute` targets a minute, 1,000 when
+    unset (https://docs.aws.amazon.com/iot/latest/developerguide/job-configurations-api.html), so a small fleet
+    installs at once; an exponential rate is taken at its base rate. Devices already installing when the abort
+    criteria trip finish, as IN_PROGRESS job executions do."""
+
+    def __init__(self, t: _Tables, deployment: dict, region: str, total: int):
+        config = deployment["iotJobConfiguration"]
+        rate = config.get("jobExecutionsRolloutConfig") or {}
+        per_minute = rate.get("maximumPerMinute") or (rate.get("exponentialRate") or {}).get("baseRatePerMinute")
+        self.interval = 60.0 / int(per_minute or 1000)
+        self.criteria = (config.get("abortConfig") or {}).get("criteriaList") or []
+        self.t, self.deployment, self.region, self.total = t, deployment, region, total
+        self.policies = deployment["deploymentPolicies"]
+        self.timeout = int((self.policies.get("componentUpdatePolicy") or {}).get("timeoutInSeconds", 60))
+        self.aborted = threading.Event()
+        self.failed = self.executed = 0
+        self._counts = threading.Lock()
+        self._threads: list[threading.Thread] = []
+
+    def why_stopped(self) -> str | None:
+        if self.aborted.is_set():
+            return "the deployment's abort criteria tripped"
+        status = self.deployment["deploymentStatus"]
+        if status == "ACTIVE":
+            return None
+        return "the deployment was canceled" if status == "CANCELED" else "a newer deployment to the target replaced it"
+
+    def reach(self, device: dict) -> None:
+        thread = threading.Thread(target=self._install, args=(device,), daemon=True,
+                                  name=f"greengrass-{device['coreDeviceThingName']}")  # fmt: skip
+        thread.start()
+        self._threads.append(thread)
+
+    def join(self) -> None:
+        for thread in self._threads:
+            thread.join()
+
+    def _install(self, device: dict) -> None:
         thing = device["coreDeviceThingName"]
         with _device_lock(thing):  # a device applies one deployment at a time
-            if deployment["deploymentStatus"] != "ACTIVE":  # canceled, or replaced: the rest never start
-                why = "the deployment was canceled" if deployment["deploymentStatus"] == "CANCELED" else \
-                    "a newer deployment to the target replaced it"
-                for rest in devices[index:]:
-                    _record(t, rest["coreDeviceThingName"], deployment, "CANCELED", why)
+            if self.deployment["deploymentStatus"] != "ACTIVE":  # canceled or replaced while the device was busy
+                _record(self.t, thing, self.deployment, "CANCELED", self.why_stopped() or "")
                 return
-            failed += not _deploy_to_device(t, deployment, device, policies, timeout, region)
-        executed += 1
-        if _abort(criteria, failed, executed, len(devices)):
-            for rest in devices[index + 1 :]:
-                _record(t, rest["coreDeviceThingName"], deployment, "CANCELED", "the deployment's abort criteria tripped")
-            with _lock:
-                if deployment["deploymentStatus"] == "ACTIVE":  # not replaced or canceled meanwhile
-                    _move(deployment, "CANCELED")
-            return
-    with _lock:
-        if deployment["deploymentStatus"] == "ACTIVE":
-            _move(deployment, "COMPLETED")
+            succeeded = _deploy_to_device(self.t, self.deployment, device, self.policies, self.timeout, self.region)
+        with self._counts:
+            self.executed += 1
+            self.failed += not succeeded
+            if _abort(self.criteria, self.failed, self.executed, self.total):
+                self.aborted.set()
 
 
 def _deploy_to_device(t: _Tables, deployment: dict, device: dict, policies: dict, timeout: int, region: str) -> bool:
