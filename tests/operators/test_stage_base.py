@@ -12,6 +12,7 @@ from airflow.sdk.exceptions import AirflowException, TaskDeferred
 from mlscale.hooks.resources import TRAINING
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.coerce import coerce_fields
+from mlscale.specs.errors import SpecError
 
 
 @dataclass
@@ -62,3 +63,17 @@ def test_a_cached_stage_without_cache_parts_is_refused_when_its_class_is_defined
 
     with pytest.raises(TypeError, match="Half sets cache_stage 'half' but defines no cache_parts"):
         type("Half", (StageOperator,), {"cache_stage": "half", "advance": lambda self, context, settled: {}})
+
+
+@pytest.mark.parametrize("interval", ["soon", "0", "-5", True])
+def test_a_bad_poll_interval_fails_before_any_aws_call_naming_the_field(interval):
+    operator = CountingStage(task_id="count", spec=CountSpec("3"), poll_interval=interval)
+    with pytest.raises(SpecError, match="poll_interval"):
+        operator.execute({})  # CountingStage's advance would defer: it never got there
+
+
+def test_a_rendered_poll_interval_is_converted():
+    operator = CountingStage(task_id="count", spec=CountSpec("3"), poll_interval="2")
+    with pytest.raises(TaskDeferred) as deferred:
+        operator.execute({})
+    assert operator.poll_interval == 2.0 and deferred.value.trigger.poll_interval == 2.0

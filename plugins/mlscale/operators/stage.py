@@ -34,6 +34,8 @@ from mlscale.hooks.watch import ResourceWatch
 from mlscale.operators import caching
 from mlscale.operators.deferral import default_deferrable
 from mlscale.specs.cache import CacheConfig
+from mlscale.specs.coerce import convert
+from mlscale.specs.rules import require
 from mlscale.triggers.stage import StageTrigger
 
 if TYPE_CHECKING:
@@ -189,9 +191,19 @@ class StageOperator(AwsBaseOperator):
 
     # -- the life ---------------------------------------------------------------------------------------------
 
-    def execute(self, context: Context) -> Any:
+    def _validate(self) -> None:
+        """The spec and the poll interval (a template renders it to a string), before any AWS call."""
         if self.spec is not None:
             self.spec.validate()
+        interval = self.poll_interval
+        if isinstance(interval, str):
+            interval = convert(interval, float, "poll_interval")
+        require(isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval > 0,
+                "poll_interval", "must be a number of seconds above 0", self.poll_interval)  # fmt: skip
+        self.poll_interval = float(interval)
+
+    def execute(self, context: Context) -> Any:
+        self._validate()
         if self.cache_stage is not None:
             parts = self.cache_parts(context)
             if self.cache is not None:
@@ -220,8 +232,7 @@ class StageOperator(AwsBaseOperator):
                fingerprint: str | None = None) -> Any:  # fmt: skip
         if not event or "status" not in event:
             raise AirflowException(f"The trigger returned no event: {event!r}")
-        if self.spec is not None:  # a resumed task renders its spec again: convert the strings again
-            self.spec.validate()
+        self._validate()  # a resumed task renders its spec again: convert the strings again
         if self.cache is not None:
             self.cache.validate()
         # what the stage was before it started, not what its inputs are now; `dag.test()` resumes with the
