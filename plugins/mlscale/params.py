@@ -3,7 +3,7 @@
 Airflow deep-copies a DAG's params into each task at every level of the operator class's `__init__` (four or
 five copies a task), and checks a Param's schema against its metaschema each time it validates a value: at
 parse, and for every task's params when it serializes the DAG. A DAG processor does both for each DAG file
-every `min_file_process_interval` (30 s by default). With the example pipeline's 20-field form and 27 tasks,
+every `min_file_process_interval` (30 s by default). With the example pipeline's 20-field form and 25 tasks,
 the copies were ~60% of a parse and the schema checks ~90% of serializing the DAG
 (https://airflow.apache.org/docs/apache-airflow/stable/core-concepts/params.html).
 

@@ -347,7 +347,12 @@ class _Rollout:
             if self.deployment["deploymentStatus"] != "ACTIVE":  # canceled or replaced while the device was busy
                 _record(self.t, thing, self.deployment, "CANCELED", self.why_stopped() or "")
                 return
-            succeeded = _deploy_to_device(self.t, self.deployment, device, self.policies, self.timeout, self.region)
+            try:
+                succeeded = _deploy_to_device(self.t, self.deployment, device, self.policies, self.timeout,
+                                              self.region)  # fmt: skip
+            except Exception as error:  # an emulator fault: the device fails with it instead of staying IN_PROGRESS
+                _record(self.t, thing, self.deployment, "FAILED", f"InternalError: {error!r}")
+                succeeded = False
         with self._counts:
             self.executed += 1
             self.failed += not succeeded
