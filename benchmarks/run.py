@@ -3,21 +3,25 @@
 - DAG parse: dags/mlscale_pipeline.py against benchmarks/baseline_dag.py (the
   provider's Athena, training, transform and endpoint operators), cold (a fresh
   interpreter with Airflow already imported, as a DAG processor parses) and warm
-  (re-parsed in the same process).
+  (re-parsed in the same process), the warm parse per task too, and the time to
+  serialize each DAG (what a DAG processor also does after each parse).
 - Plugin load: Airflow's plugin loader with mlscale registered, against
   importing the provider's SageMaker operators module; and a check that
   nothing heavy (torch, duckdb, pandas, the SageMaker SDK) gets imported.
 
 - Data stages (benchmarks/data_bench.py): shard writing against pyarrow's
-  write_dataset and a raw copy; the shard loader against one file per record.
+  write_dataset and a raw copy; the shard loader against one file per record,
+  at the default data size and at four times it.
 - Triggerer capacity (benchmarks/trigger_bench.py): concurrent training-job
   waits on mlscale's trigger against the provider's SageMakerTrigger.
 - Emulator overhead (benchmarks/emulator_bench.py): a training job through the
-  emulator against the same script run directly, 1 and 2 instances.
+  emulator against the same script run directly, 1 and 2 instances; a processing
+  job and a Batch Transform the same way.
 - The demo (benchmarks/demo_bench.py): its orchestration overhead (the run's wall
   time less its jobs' own time, per task), the emulator server's peak RSS against
-  plain moto given the same objects, and the stage cache (the demo re-run
-  unchanged against its first run; the jobs the re-run launched).
+  plain moto given the same objects, the stage cache (the demo re-run unchanged
+  against its first run; the jobs the re-run launched), and the example
+  trainer's data-wait fraction in the demo's training job.
 
 Run with `make bench` (MLSCALE_BENCH_QUICK=1: fewer rounds, smaller data, 200 waits). Samples interleave the
 two sides so drift hits both. Each figure is printed with its goal; all go to .mlscale/bench.json
