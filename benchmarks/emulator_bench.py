@@ -3,10 +3,10 @@ processing job and a Batch Transform: benchmarks/emulator_jobs_bench.py, on the 
 
 The job: include/training/train.py on the digits data, 1 and 2 instances (DDP over gloo). Through the
 emulator: CreateTrainingJob to the job's TrainingEndTime (data download, processes, log shipping, model upload
-included: what a user waits for, less this bench's own polling interval). Directly: the same script under torchrun on this machine, as
-many processes (a torchrun per instance with its worker, as SageMaker's toolkit runs one on each instance), the
-same environment variables (SM_CHANNEL_*, SM_MODEL_DIR, OMP_NUM_THREADS) and the same data already on disk.
-Rounds interleave the two sides.
+included: what a user waits for, less this bench's own polling interval). Directly: the same script under
+torchrun on this machine, as many processes (a torchrun per instance with its worker, as SageMaker's toolkit runs
+one on each instance), the same environment variables (SM_CHANNEL_*, SM_MODEL_DIR, OMP_NUM_THREADS) and the same
+data already on disk. Rounds interleave the two sides.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@
   arguments as one process on the same files already on disk.
 - Batch Transform: the held-out features the processing job wrote (CSV, one record a line), through a model
   trained by the training bench. Through the emulator: CreateTransformJob (MultiRecord, 6 MB payloads) to
-  the job's TransformEndTime. Directly: one process that loads the same handler chain (the PyTorch inference toolkit's
-  defaults) and answers the same batches, the model already unpacked.
+  the job's TransformEndTime. Directly: one process that loads the same handler chain (the PyTorch inference
+  toolkit's defaults) and answers the same batches, the model already unpacked.
 Rounds interleave the two sides.
 """
 

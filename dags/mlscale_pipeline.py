@@ -92,9 +92,7 @@ RAW_ARRIVALS = Asset(name="mlscale_raw_arrivals", uri=arrivals_prefix(BUCKET), w
 )])  # fmt: skip
 # Fresh training data: downstream DAGs can schedule on it (schedule=[TRAINING_DATA]).
 TRAINING_DATA = Asset(name="mlscale_training_data", uri=f"s3://{BUCKET}/mlscale/etl/")
-# The shard loader makes batches with NumPy in the training process: for 8x8 images a worker process costs more
-# than it gives (measured: 29% of training spent waiting for data with one worker, 3.5% with none).
-LOADER_WORKERS = 0
+LOADER_WORKERS = 0  # loading 8x8 images in the trainer: 3.5% of training waiting for data, 29% with one worker
 OUT = "/opt/ml/processing/output"  # the shard job's local output directories
 # training_backend=batch: the deep-learning cluster as code, one stack per run, created and deleted by the run
 CLUSTER = json.loads(setting("batch_cluster"))

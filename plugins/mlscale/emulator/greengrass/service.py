@@ -2,12 +2,10 @@
 
 Core devices are IoT things (moto's IoT) carrying the attributes
 greengrass=core, os and architecture: provision them with the IoT API and the
-emulator runs a simulated nucleus for each. A deployment reaches a thing
-group's core devices at its IoT job's rollout rate (`maximumPerMinute`, 1,000
-when unset: a small fleet installs at once), and the abort criteria, checked as
-each device finishes, cancel the devices not yet reached; a thing-group
-deployment ends COMPLETED here (on AWS it stays ACTIVE until superseded), or
-CANCELED when the abort criteria trip.
+emulator runs a simulated nucleus for each. A deployment rolls out to a thing
+group's core devices as an IoT job does (mlscale.emulator.greengrass.rollout);
+a thing-group deployment ends COMPLETED here (on AWS it stays ACTIVE until
+superseded), or CANCELED when the abort criteria trip.
 """
 
 from __future__ import annotations
@@ -23,14 +21,11 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 from mlscale.emulator import settings
 from mlscale.emulator.executors import s3io
-from mlscale.emulator.greengrass import nucleus
+from mlscale.emulator.greengrass import rollout
 from mlscale.emulator.greengrass.recipes import RecipeError, parse_recipe
 from mlscale.emulator.state import INTERRUPTED, RegionState, backends_of, region_state
-from mlscale.emulator.transitions import GREENGRASS_DEPLOYMENT, move
 
 _state = region_state("greengrassv2")
-_lock = threading.Lock()
-_device_locks: dict[str, threading.Lock] = {}  # one deployment at a time per device (runtime, not state)
 
 
 class _Tables:
@@ -225,12 +220,12 @@ def create_deployment(request, full_url, headers):
         "iotJobConfiguration": body.get("iotJobConfiguration") or {}, "creationTimestamp": time.time(),
         "deploymentStatus": "ACTIVE", "revisionId": "1", "isLatestForTarget": True, "tags": body.get("tags") or {},
     }  # fmt: skip
-    with _lock:
+    with rollout.LOCK:
         for other in t.deployments.values():
             if other["targetArn"] == target:
                 other["isLatestForTarget"] = False
                 if other["deploymentStatus"] == "ACTIVE":
-                    _move(other, "INACTIVE")
+                    rollout.move_deployment(other, "INACTIVE")
         t.deployments[deployment_id] = deployment
         if token:
             t.tokens[token] = deployment_id
@@ -250,163 +245,24 @@ def cancel_deployment(request, full_url, headers):
     """CancelDeployment: devices not yet reached are CANCELED; a device already installing finishes."""
     t = _tables(headers)
     deployment_id = unquote(urlparse(full_url).path.rstrip("/").split("/")[-2])
-    with _lock:
+    with rollout.LOCK:
         deployment = t.deployments.get(deployment_id)
         if deployment is None:
             return _error(404, "ResourceNotFoundException", f"Deployment {deployment_id} not found")
         if deployment["deploymentStatus"] != "ACTIVE":
             return _error(409, "ConflictException", f"Deployment {deployment_id} is {deployment['deploymentStatus']}")
-        _move(deployment, "CANCELED")
+        rollout.move_deployment(deployment, "CANCELED")
     return _json(200, {"message": f"Deployment {deployment_id} canceled"})
 
 
-def _move(deployment: dict, status: str) -> None:
-    move(deployment, "deploymentStatus", status, GREENGRASS_DEPLOYMENT, f"deployment {deployment['deploymentId']}")
-
-
-def _record(t: _Tables, thing: str, deployment: dict, status: str, reason: str = "") -> None:
-    with _lock:
-        history = t.device_history.setdefault(thing, [])
-        entry = next((e for e in history if e["deploymentId"] == deployment["deploymentId"]), None)
-        if entry is None:
-            entry = {"deploymentId": deployment["deploymentId"], "deploymentName": deployment["deploymentName"],
-                     "iotJobId": deployment["iotJobId"], "iotJobArn": deployment["iotJobArn"],
-                     "targetArn": deployment["targetArn"], "creationTimestamp": time.time()}  # fmt: skip
-            history.append(entry)
-        entry.update({"coreDeviceExecutionStatus": status, "reason": reason, "modifiedTimestamp": time.time()})
-
-
 def _run_deployment(t: _Tables, deployment: dict, region: str) -> None:
-    """Reach the target's devices at the IoT job's rollout rate, each installing on its own; stop reaching more
-    when the abort criteria trip (checked as each device finishes) or the deployment is canceled or replaced."""
     target = deployment["targetArn"]
     if ":thing/" in target:
         name = target.split("/")[-1]
         devices = [d for d in core_devices(region) if d["coreDeviceThingName"] == name]
     else:
         devices = core_devices(region, target)
-    for device in devices:
-        _record(t, device["coreDeviceThingName"], deployment, "QUEUED")
-    rollout = _Rollout(t, deployment, region, len(devices))
-    for index, device in enumerate(devices):
-        if index:
-            rollout.aborted.wait(rollout.interval)  # the rollout rate; tripped abort criteria end the wait
-        why = rollout.why_stopped()
-        if why:
-            for rest in devices[index:]:
-                _record(t, rest["coreDeviceThingName"], deployment, "CANCELED", why)
-            break
-        rollout.reach(device)
-    rollout.join()
-    with _lock:
-        if deployment["deploymentStatus"] == "ACTIVE":  # not replaced or canceled meanwhile
-            _move(deployment, "CANCELED" if rollout.aborted.is_set() else "COMPLETED")
-
-
-class _Rollout:
-    """One deployment's devices in flight: IoT jobs notify up to `maximumPerMinute` targets a minute, 1,000 when
-    unset (https://docs.aws.amazon.com/iot/latest/developerguide/job-configurations-api.html), so a small fleet
-    installs at once; an exponential rate is taken at its base rate. Devices already installing when the abort
-    criteria trip finish, as IN_PROGRESS job executions do."""
-
-    def __init__(self, t: _Tables, deployment: dict, region: str, total: int):
-        config = deployment["iotJobConfiguration"]
-        rate = config.get("jobExecutionsRolloutConfig") or {}
-        per_minute = rate.get("maximumPerMinute") or (rate.get("exponentialRate") or {}).get("baseRatePerMinute")
-        self.interval = 60.0 / int(per_minute or 1000)
-        self.criteria = (config.get("abortConfig") or {}).get("criteriaList") or []
-        self.t, self.deployment, self.region, self.total = t, deployment, region, total
-        self.policies = deployment["deploymentPolicies"]
-        self.timeout = int((self.policies.get("componentUpdatePolicy") or {}).get("timeoutInSeconds", 60))
-        self.aborted = threading.Event()
-        self.failed = self.executed = 0
-        self._counts = threading.Lock()
-        self._threads: list[threading.Thread] = []
-
-    def why_stopped(self) -> str | None:
-        if self.aborted.is_set():
-            return "the deployment's abort criteria tripped"
-        status = self.deployment["deploymentStatus"]
-        if status == "ACTIVE":
-            return None
-        return "the deployment was canceled" if status == "CANCELED" else "a newer deployment to the target replaced it"
-
-    def reach(self, device: dict) -> None:
-        thread = threading.Thread(target=self._install, args=(device,), daemon=True,
-                                  name=f"greengrass-{device['coreDeviceThingName']}")  # fmt: skip
-        thread.start()
-        self._threads.append(thread)
-
-    def join(self) -> None:
-        for thread in self._threads:
-            thread.join()
-
-    def _install(self, device: dict) -> None:
-        thing = device["coreDeviceThingName"]
-        with _device_lock(thing):  # a device applies one deployment at a time
-            if self.deployment["deploymentStatus"] != "ACTIVE":  # canceled or replaced while the device was busy
-                _record(self.t, thing, self.deployment, "CANCELED", self.why_stopped() or "")
-                return
-            try:
-                succeeded = _deploy_to_device(self.t, self.deployment, device, self.policies, self.timeout,
-                                              self.region)  # fmt: skip
-            except Exception as error:  # an emulator fault: the device fails with it instead of staying IN_PROGRESS
-                _record(self.t, thing, self.deployment, "FAILED", f"InternalError: {error!r}")
-                succeeded = False
-        with self._counts:
-            self.executed += 1
-            self.failed += not succeeded
-            if _abort(self.criteria, self.failed, self.executed, self.total):
-                self.aborted.set()
-
-
-def _deploy_to_device(t: _Tables, deployment: dict, device: dict, policies: dict, timeout: int, region: str) -> bool:
-    """Install and run the deployment's components on one device; False (and rolled back) when it fails."""
-    thing = device["coreDeviceThingName"]
-    _record(t, thing, deployment, "IN_PROGRESS")
-    platform = {"os": device["platform"], "architecture": device["architecture"]}
-    wanted = [(t.components[(n, s["componentVersion"])]["recipe"], s.get("configurationUpdate"))
-              for n, s in deployment["components"].items()]  # fmt: skip
-    running = {_same(recipe, update) for recipe, update in t.device_components.get(thing, [])}
-    try:
-        for recipe, update in wanted:
-            if _same(recipe, update) in running:  # the nucleus restarts only what changed: nothing to do here
-                continue
-            nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
-    except nucleus.DeviceFailure as failure:
-        reason = str(failure)
-        if policies.get("failureHandlingPolicy", "ROLLBACK") == "ROLLBACK":
-            for recipe, update in t.device_components.get(thing, []):
-                try:
-                    nucleus.deploy_component(thing, platform, recipe, update, timeout, region)
-                except nucleus.DeviceFailure:
-                    pass
-            reason += "; rolled back to the previous components"
-        _record(t, thing, deployment, "FAILED", reason)
-        return False
-    t.device_components[thing] = wanted
-    _record(t, thing, deployment, "SUCCEEDED")
-    return True
-
-
-def _same(recipe: dict, update: dict | None) -> tuple[str, str, str]:
-    """A component as the nucleus compares it: name, version and configuration update."""
-    return recipe["componentname"], recipe["componentversion"], json.dumps(update or {}, sort_keys=True)
-
-
-def _device_lock(thing: str) -> threading.Lock:
-    with _lock:
-        return _device_locks.setdefault(thing, threading.Lock())
-
-
-def _abort(criteria: list[dict], failed: int, executed: int, total: int) -> bool:
-    for rule in criteria:
-        if rule.get("failureType") not in ("FAILED", "ALL") or rule.get("action") != "CANCEL":
-            continue
-        enough = executed >= int(rule.get("minNumberOfExecutedThings", 1))
-        if enough and 100.0 * failed / executed >= float(rule.get("thresholdPercentage", 100)):
-            return True
-    return False
+    rollout.run_deployment(t, deployment, region, devices)
 
 
 ROUTES = {
@@ -427,12 +283,12 @@ def recover() -> None:
         for deployment in t.deployments.values():
             if deployment["deploymentStatus"] != "ACTIVE":
                 continue
-            _move(deployment, "FAILED")
+            rollout.move_deployment(deployment, "FAILED")
             for thing, history in t.device_history.items():
                 for entry in history:
                     if entry["deploymentId"] == deployment["deploymentId"] and entry["coreDeviceExecutionStatus"] in (
                             "QUEUED", "IN_PROGRESS"):  # fmt: skip
-                        _record(t, thing, deployment, "FAILED", INTERRUPTED)
+                        rollout.record(t, thing, deployment, "FAILED", INTERRUPTED)
 
 
 def install() -> None:
