@@ -11,6 +11,7 @@ import time
 import urllib.error
 import urllib.request
 
+from mlscale.emulator import job_env
 from mlscale.emulator.settings import EmulatorSettings
 
 
@@ -87,7 +88,8 @@ def up(config: EmulatorSettings, wait_seconds: float = 60) -> int:
                            "or choose another port with MLSCALE_EMULATOR_PORT")  # fmt: skip
     config.home.mkdir(parents=True, exist_ok=True)
     log_file = open(config.home / "emulator.log", "ab")
-    env = {**os.environ, "MLSCALE_EMULATOR_PORT": str(config.port), "MLSCALE_EMULATOR_HOME": str(config.home)}
+    # the server gets an allow-list of this process's environment: nothing it passes to a job can be a secret
+    env = job_env.for_server(MLSCALE_EMULATOR_PORT=str(config.port), MLSCALE_EMULATOR_HOME=str(config.home))
     process = subprocess.Popen(
         [sys.executable, "-m", "mlscale.emulator", "serve"],
         stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

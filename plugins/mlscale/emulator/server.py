@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import signal
 import sys
 import threading
 
 from mlscale.emulator import settings as emulator_settings
-from mlscale.emulator import state, warm_up
+from mlscale.emulator import guard, state, warm_up
 from mlscale.emulator.executors import processes
 from mlscale.emulator.settings import EmulatorSettings
 
@@ -104,14 +105,35 @@ def _install_reset(home) -> None:
     type(moto_api_backend).reset = reset
 
 
+def _guarded_moto_server(config: EmulatorSettings):
+    """moto's threaded server with no CORS of its own, behind the emulator's Guard (mlscale.emulator.guard)."""
+    from moto.moto_server import werkzeug_app
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from werkzeug.serving import make_server
+
+    werkzeug_app.DISABLE_GLOBAL_CORS = True  # moto's flask-cors answered every Origin
+
+    class GuardedMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            # the port is known only once bound (0 asks for any free one): the Guard learns it then
+            app = guard.Guard(werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app),
+                              port=config.port, hosts=(config.host, *config.allowed_hosts),
+                              origins=config.allowed_origins)  # fmt: skip
+            self._server = make_server(self._ip_address, self._port, app, True,
+                                       request_handler=werkzeug_app.MotoRequestHandler)  # fmt: skip
+            app.port = self._server.server_address[1]
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return GuardedMotoServer(ip_address=config.host, port=config.port, verbose=False)
+
+
 class EmulatorServer:
     """Runs in-process (tests) or as `mlscale emulator serve` (the CLI's background process)."""
 
     def __init__(self, config: EmulatorSettings):
-        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-
         self.settings = config
-        self._moto = ThreadedMotoServer(ip_address=config.host, port=config.port, verbose=False)
+        self._moto = _guarded_moto_server(config)
 
     @property
     def endpoint_url(self) -> str:
@@ -127,7 +149,7 @@ class EmulatorServer:
         self._moto.start()
         host, port = self._moto.get_host_and_port()
         if port != self.settings.port:  # port 0 asked for any free port
-            self.settings = EmulatorSettings(host=host, port=port, home=self.settings.home)
+            self.settings = dataclasses.replace(self.settings, port=port)
             emulator_settings.activate(self.settings)
         if restored:
             recover_services()

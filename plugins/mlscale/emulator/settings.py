@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_PORT = 5055
 ACCOUNT_ID = "123456789012"
+
+
+def _names(variable: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in os.environ.get(variable, "").split(",") if n.strip())
 
 
 @dataclass(frozen=True)
@@ -16,6 +20,10 @@ class EmulatorSettings:
     host: str
     port: int
     home: Path
+    # Host names besides loopback and `host` that requests may name (a Compose service name), and the
+    # browser origins answered with CORS: none unless set (mlscale.emulator.guard).
+    allowed_hosts: tuple[str, ...] = field(default_factory=lambda: _names("MLSCALE_EMULATOR_ALLOWED_HOSTS"))
+    allowed_origins: tuple[str, ...] = field(default_factory=lambda: _names("MLSCALE_EMULATOR_ALLOWED_ORIGINS"))
 
     @property
     def endpoint_url(self) -> str:

@@ -21,7 +21,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from mlscale.emulator import settings
+from mlscale.emulator import job_env, settings
 from mlscale.emulator.batch import capacity, events
 from mlscale.emulator.batch import nodes as node_model
 from mlscale.emulator.executors.log_shipper import LogShipper
@@ -216,7 +216,7 @@ class BatchRun:
 
     def _environment(self, attempt: int, index: int, environment: Any, container: dict) -> dict[str, str]:
         job, props = self.job, self.job.mlscale_nodes
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MLSCALE_", "SM_"))}
+        env = job_env.base()
         env.update(node_model.environment(container))
         env.setdefault("MASTER_PORT", str(self.master_port))
         multinode = job.job_definition.type == "multinode"
@@ -231,9 +231,7 @@ class BatchRun:
             if index != props["mainNode"]:  # child nodes only; every node here is this machine
                 env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"
         # The container's own AWS calls reach the emulator, as its job role's would reach AWS.
-        env.update({"AWS_ENDPOINT_URL": settings.current().endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
-                    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": self.region,
-                    "AWS_REGION": self.region, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+        env.update({k: v for k, v in job_env.for_job(self.region).items() if k.startswith(("AWS_", "PYTHON"))})
         # Emulated nodes share this machine's cores; do not let each one take them all.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // props["numNodes"])))
         return env

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mlscale.emulator import settings
+from mlscale.emulator import job_env, settings
 from mlscale.emulator.executors import s3io
 
 log = logging.getLogger(__name__)
@@ -100,7 +100,7 @@ def compile_torchscript(model_path: Path, shapes: dict[str, list[int]], out_path
 def compile_in_a_process(model_path: Path, shapes: dict[str, list[int]], out_path: Path) -> dict[str, Any]:
     """compile_torchscript in `python -m mlscale.emulator.executors.compilation`; its report or its failure."""
     done = subprocess.run([sys.executable, "-m", __name__, str(model_path), json.dumps(shapes), str(out_path)],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL)  # fmt: skip
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, env=job_env.base())  # fmt: skip
     last = (done.stdout.strip().splitlines() or [""])[-1]
     if done.returncode == 0:
         return json.loads(last)

@@ -12,7 +12,7 @@ import random
 import threading
 from pathlib import Path
 
-from mlscale.emulator import settings
+from mlscale.emulator import job_env, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import shutting_down
@@ -92,11 +92,7 @@ class Fleet:
 
 
 def _base_env(extra: dict[str, str]) -> dict[str, str]:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_", "MLSCALE_", "SAGEMAKER_BATCH"))}
-    env.update(extra)
-    return env
+    return job_env.for_job(extra.get("SAGEMAKER_REGION"), **extra)
 
 
 __all__ = ["Fleet", "ModelError", "TransformFailed"]

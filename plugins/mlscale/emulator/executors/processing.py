@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import threading
 import time
@@ -21,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mlscale.emulator import settings
+from mlscale.emulator import job_env, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
@@ -157,13 +156,8 @@ class ProcessingRun:
         epoch = int(time.time())
         processes, shippers = [], []
         for host, root in zip(hosts, roots):
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_", "MLSCALE_"))}
-            env.update(job.environment or {})
-            endpoint = settings.current().endpoint_url
-            env.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": self.region,
-                        "AWS_REGION": self.region, "PYTHONUNBUFFERED": "1",
-                        "SAGEMAKER_PROCESSING_ROOT": str(root)})  # fmt: skip
+            env = job_env.for_job(self.region, **(job.environment or {}))
+            env["SAGEMAKER_PROCESSING_ROOT"] = str(root)
             command = container_command(app.get("ContainerEntrypoint") or [], app.get("ContainerArguments") or [],
                                         root, opt_ml_namespace_available())  # fmt: skip
             if not command:

@@ -16,12 +16,24 @@ from pathlib import Path
 
 def install(requirements: Path, venv: Path) -> str | None:
     """Install into `venv`; None on success, else the end of pip's error output."""
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    env = _pip_environment()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=env)
     for packages in site_packages(venv):
         (packages / "_job_python.pth").write_text("\n".join(site.getsitepackages()) + "\n")
     result = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-                             "--quiet", "-r", str(requirements)], capture_output=True, text=True)  # fmt: skip
+                             "--quiet", "-r", str(requirements)], capture_output=True, text=True, env=env)  # fmt: skip
     return None if result.returncode == 0 else result.stderr[-800:]
+
+
+def _pip_environment() -> dict[str, str]:
+    """The job's allow-list, and what pip needs to reach its index: its own settings and the proxies."""
+    import os
+
+    from mlscale.emulator import job_env
+
+    env = job_env.base()
+    env.update({k: v for k, v in os.environ.items() if k.startswith("PIP_") or k.lower().endswith("_proxy")})
+    return env
 
 
 def site_packages(venv: Path) -> list[Path]:

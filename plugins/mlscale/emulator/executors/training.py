@@ -13,7 +13,7 @@ from collections import deque
 from datetime import datetime, timezone
 from typing import Any
 
-from mlscale.emulator import settings
+from mlscale.emulator import job_env, settings
 from mlscale.emulator.executors import requirements, s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
@@ -282,7 +282,7 @@ class TrainingRun:
 
     def _process_env(self, layout, host, hosts, instance_type, request_env, gpus, total_procs) -> dict[str, str]:
         job = self.job
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_", "MLSCALE_"))}
+        env = job_env.base()
         env.update(
             training_env.training_environment(
                 layout=layout,
@@ -303,9 +303,7 @@ class TrainingRun:
         env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (layout.code_dir, *sites) if p.exists())
         env["PYTHONUNBUFFERED"] = "1"
         # The job's own AWS calls reach the emulator, as its role's calls would reach AWS.
-        endpoint = settings.current().endpoint_url
-        env.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": self.region})  # fmt: skip
+        env.update({k: v for k, v in job_env.for_job(self.region).items() if k.startswith("AWS_")})
         # Emulated instances share this machine's cores; do not let each one take them all.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // total_procs)))
         return env

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import threading
 import time
@@ -23,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from mlscale.emulator import settings
+from mlscale.emulator import job_env, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.data_processing import FilterError, filter_input, join_and_filter
 from mlscale.emulator.executors.log_shipper import LogShipper
@@ -218,12 +217,8 @@ class TransformRun:
 
     def _env(self, container: dict) -> dict[str, str]:
         job = self.job
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_", "MLSCALE_"))}
-        env.update(container.get("Environment") or {})
-        env.update(job.environment or {})
-        env.update({"SAGEMAKER_BATCH": "true", "SAGEMAKER_REGION": self.region, "PYTHONUNBUFFERED": "1",
-                    "AWS_ENDPOINT_URL": settings.current().endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
-                    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": self.region})  # fmt: skip
+        env = job_env.for_job(self.region, **{**(container.get("Environment") or {}), **(job.environment or {})})
+        env.update({"SAGEMAKER_BATCH": "true", "SAGEMAKER_REGION": self.region})
         if job.max_payload_in_mb is not None:
             env["SAGEMAKER_MAX_PAYLOAD_IN_MB"] = str(job.max_payload_in_mb)
         if job.batch_strategy:

@@ -17,7 +17,7 @@ import time
 from moto.core.utils import utcnow  # moto's naive UTC, as its own timestamps are
 from moto.glue import models as glue_models
 
-from mlscale.emulator import settings
+from mlscale.emulator import job_env, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import launch, stop_process_group
@@ -72,9 +72,7 @@ def _execute(job, run) -> None:
         bucket, key = s3io.split_s3_uri(command["ScriptLocation"])
         s3io.download(s3, bucket, key, script)
         args = [a for k, v in sorted((run.arguments or {}).items()) for a in (k, str(v))]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MLSCALE_"))}
-        env.update({"AWS_ENDPOINT_URL": settings.current().endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
-                    "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": region, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+        env = job_env.for_job(region)
         logs = settings.aws_client("logs", region)
         out, err = LogShipper(logs, OUTPUT_GROUP, run.job_run_id), LogShipper(logs, ERROR_GROUP, run.job_run_id)
         process, tail = launch([sys.executable, str(script), "--JOB_NAME", job.name, "--JOB_RUN_ID", run.job_run_id,

@@ -11,15 +11,13 @@ components it ran before.
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 import time
 import zipfile
 from pathlib import Path
 
-from mlscale.emulator import settings
+from mlscale.emulator import job_env, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.greengrass.recipes import RecipeError, configuration, lifecycle_step, select_manifest, substitute
@@ -71,12 +69,8 @@ def deploy_component(thing: str, platform: dict, recipe: dict, update: dict | No
                 archive.extractall(decompressed / target.stem)
     config = configuration(recipe, update)
     fill = dict(artifacts=str(artifacts), decompressed=str(decompressed), work=str(work), thing=thing, config=config)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MLSCALE_"))}
     # the device's python3 is the emulator's (with numpy and torch), as a real device has its own installed
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.update({"AWS_IOT_THING_NAME": thing, "SVCUID": "emulated", "AWS_REGION": region,
-                "AWS_ENDPOINT_URL": settings.current().endpoint_url, "AWS_ACCESS_KEY_ID": "testing",
-                "AWS_SECRET_ACCESS_KEY": "testing"})  # fmt: skip
+    env = job_env.for_job(region, AWS_IOT_THING_NAME=thing, SVCUID="emulated")
     lifecycle = manifest.get("lifecycle") or recipe.get("lifecycle") or {}
     logs = settings.aws_client("logs", region)
     shipper = LogShipper(logs, f"/aws/greengrass/UserComponent/{region}/{name}", thing)
