@@ -19,6 +19,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+REST_JSON_PATHS = ("/greengrass/v2/", "/v1/")  # Greengrass v2 and Batch: their request bodies are JSON objects
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
@@ -61,7 +62,7 @@ class Guard:
 
         def keep(status: str, headers: list, exc_info=None):
             held["status"], held["headers"] = status, headers
-            if status.startswith("500") and _is_html(headers):
+            if _html_error(status, headers):
                 return lambda data: None  # the body is replaced below
             if origin is not None:
                 headers = [*headers, ("Access-Control-Allow-Origin", origin), ("Vary", "Origin")]
@@ -72,9 +73,13 @@ class Guard:
         except Exception as error:  # noqa: BLE001 - moto's own bug: the caller still gets AWS's shape
             log.exception("the emulator failed a request")
             return _error(start_response, environ, 500, "InternalFailure", f"the emulator failed: {error!r}")
-        if held.get("status", "").startswith("500") and _is_html(held.get("headers", [])):
+        status = held.get("status", "")
+        if _html_error(status, held.get("headers", [])):
             if hasattr(body, "close"):
                 body.close()
+            if status.startswith(("404", "405")):
+                return _error(start_response, environ, 404, "UnknownOperationException",
+                              f"no operation answers {environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}")  # fmt: skip
             return _error(start_response, environ, 500, "InternalFailure",
                           "the emulator could not process the request (moto answered an internal error)")  # fmt: skip
         return body
@@ -84,12 +89,12 @@ def malformed_body(environ: dict) -> str | None:
     """Why a JSON-protocol request's body cannot be a request, or None.
 
     JSON 1.0/1.1 services (SageMaker, Athena, Glue, FSx, CloudWatch Logs) name the operation in
-    X-Amz-Target and take a JSON object; restJson1 services (Greengrass v2, Batch) take one when they
-    declare a JSON body. The body is read here and put back for moto.
+    X-Amz-Target and take a JSON object; the restJson1 services in REST_JSON_PATHS take one as their body
+    (InvokeEndpoint's body is the caller's payload, whatever it is). The body is read here and put back.
     """
-    content_type = (environ.get("CONTENT_TYPE") or "").lower()
     json_protocol = bool(environ.get("HTTP_X_AMZ_TARGET"))
-    if not json_protocol and "json" not in content_type:
+    rest_json = (environ.get("PATH_INFO") or "").startswith(REST_JSON_PATHS)
+    if not json_protocol and not (rest_json and "json" in (environ.get("CONTENT_TYPE") or "").lower()):
         return None
     body = _read_body(environ)
     if not body.strip():
@@ -116,8 +121,10 @@ def _read_body(environ: dict) -> bytes:
     return body
 
 
-def _is_html(headers: list) -> bool:
-    return any(k.lower() == "content-type" and "html" in v.lower() for k, v in headers)
+def _html_error(status: str, headers: list) -> bool:
+    """moto's (Flask's) own error pages: a 404 for a route it lacks, a 500 for a bug of its own."""
+    html = any(k.lower() == "content-type" and "html" in v.lower() for k, v in headers)
+    return html and status[:3] in ("404", "405", "500")
 
 
 def _protocol(environ: dict) -> str:
@@ -132,7 +139,7 @@ def _protocol(environ: dict) -> str:
 def _error(start_response, environ: dict, status: int, code: str, message: str) -> list[bytes]:
     from xml.sax.saxutils import escape
 
-    reason = {400: "Bad Request", 403: "Forbidden", 500: "Internal Server Error"}[status]
+    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 500: "Internal Server Error"}[status]
     kind = _protocol(environ)
     if kind == "json":
         body = json.dumps({"__type": code, "message": message}).encode()
@@ -142,7 +149,8 @@ def _error(start_response, environ: dict, status: int, code: str, message: str) 
                 f"<Message>{escape(message)}</Message></Error><RequestId>emulator</RequestId></ErrorResponse>").encode()
         headers = [("Content-Type", "text/xml")]
     else:  # S3: https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html
-        s3_code = {"InternalFailure": "InternalError", "SerializationException": "MalformedXML"}.get(code, code)
+        s3_code = {"InternalFailure": "InternalError", "SerializationException": "MalformedXML",
+                   "UnknownOperationException": "NoSuchKey"}.get(code, code)  # fmt: skip
         body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{s3_code}</Code>'
                 f"<Message>{escape(message)}</Message><RequestId>emulator</RequestId></Error>").encode()
         headers = [("Content-Type", "application/xml")]

@@ -19,9 +19,9 @@ import threading
 import time
 from typing import Any
 
-from mlscale.emulator import settings
+from mlscale.emulator import confine, settings
 from mlscale.emulator.executors import s3io
-from mlscale.emulator.executors.athena_engine import EngineError, engine_message, run_plan
+from mlscale.emulator.executors.athena_engine import EngineError, engine_message, identifier, literal, run_plan
 from mlscale.emulator.executors.athena_sql import QueryError, Statement, classify, table_references, to_duckdb
 from mlscale.emulator.transitions import ATHENA_QUERY, check
 
@@ -100,18 +100,22 @@ class QueryRun:
         storage = described.get("StorageDescriptor", {})
         location = storage.get("Location", "")
         fmt = _table_format(described)
-        local = self.work_dir / "tables" / database / table
+        try:  # Glue's NameString admits `/` and `..`: the names are checked as paths, and quoted in SQL
+            local = confine.within(self.work_dir, "tables", database, table)
+        except confine.PathEscape as error:
+            raise QueryError(f"INVALID_TABLE_NAME: awsdatacatalog.{database}.{table}: {error}") from None
         scanned = s3io.download_prefix(s3, location.rstrip("/") + "/", local) if location else 0
         files = [p for p in local.rglob("*") if p.is_file()]
-        views.append(f'CREATE SCHEMA IF NOT EXISTS "{database}"')
+        views.append(f"CREATE SCHEMA IF NOT EXISTS {identifier(database)}")
+        view = f"{identifier(database)}.{identifier(table)}"
         if not files:  # an empty table still has its columns
-            columns = ", ".join(f'NULL::{_duck_type(c["Type"])} AS "{c["Name"]}"'
+            columns = ", ".join(f'NULL::{_duck_type(c["Type"])} AS {identifier(c["Name"])}'
                                 for c in storage.get("Columns", []) + described.get("PartitionKeys", []))  # fmt: skip
-            views.append(f'CREATE VIEW "{database}"."{table}" AS SELECT {columns} WHERE false')
+            views.append(f"CREATE VIEW {view} AS SELECT {columns} WHERE false")
             return 0
         reader = FORMATS[fmt]
         partitioning = "true" if described.get("PartitionKeys") else "false"
-        views.append(f"CREATE VIEW \"{database}\".\"{table}\" AS SELECT * FROM {reader}('{local}/**/*', "
+        views.append(f"CREATE VIEW {view} AS SELECT * FROM {reader}({literal(str(local) + '/**/*')}, "
                      f"hive_partitioning = {partitioning})")  # fmt: skip
         return scanned
 
@@ -138,7 +142,7 @@ class QueryRun:
         out.mkdir(parents=True)
         options = [f"FORMAT {statement.unload_format}"]
         if statement.partitioned_by:
-            options.append("PARTITION_BY (" + ", ".join(f'"{c}"' for c in statement.partitioned_by) + ")")
+            options.append("PARTITION_BY (" + ", ".join(identifier(c) for c in statement.partitioned_by) + ")")
             target = str(out)
         else:
             target = str(out / f"{self.execution.id}_00000.{statement.unload_format.lower()}")

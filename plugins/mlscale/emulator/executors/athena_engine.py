@@ -42,16 +42,27 @@ def execute(plan: dict[str, Any]) -> dict[str, Any]:
     try:
         for statement in plan["views"]:
             connection.execute(statement)
-        connection.execute(f'CREATE SCHEMA IF NOT EXISTS "{plan["default_db"]}"')
-        connection.execute(f"SET schema = '{plan['default_db']}'")  # unqualified names resolve in the context db
+        connection.execute(f"CREATE SCHEMA IF NOT EXISTS {identifier(plan['default_db'])}")
+        # unqualified names resolve in the context's database: a value, never pasted as SQL
+        connection.execute(f"SET schema = {literal(plan['default_db'])}")
         if plan["kind"] == "unload":
-            connection.execute(f"COPY ({plan['sql']}) TO '{plan['copy_target']}' ({plan['copy_options']})")
+            connection.execute(f"COPY ({plan['sql']}) TO {literal(plan['copy_target'])} ({plan['copy_options']})")
             return {}
         result = connection.execute(plan["sql"])
         columns = [[d[0], str(d[1])] for d in result.description]
         return {"columns": columns, "rows": [[text(v) for v in row] for row in result.fetchall()]}
     finally:
         connection.close()
+
+
+def identifier(name: str) -> str:
+    """A name quoted as an SQL identifier (a `"` in it doubled), so that no name is read as SQL."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def literal(value: str) -> str:
+    """A value quoted as an SQL string literal (a `'` in it doubled)."""
+    return "'" + str(value).replace("'", "''") + "'"
 
 
 def text(value: Any) -> str | None:

@@ -12,7 +12,7 @@ import random
 import threading
 from pathlib import Path
 
-from mlscale.emulator import job_env, settings
+from mlscale.emulator import confine, job_env, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import shutting_down
@@ -45,7 +45,7 @@ class Fleet:
         s3 = settings.aws_client("s3", self.region)
         sagemaker = settings.aws_client("sagemaker", self.region)
         logs = settings.aws_client("logs", self.region)
-        root = settings.current().jobs_dir / "endpoints" / self.endpoint_name / self.config_name
+        root = confine.within(settings.current().jobs_dir, "endpoints", self.endpoint_name, self.config_name)
         for variant in self.variants:
             model = sagemaker.describe_model(ModelName=variant["ModelName"])
             container = model.get("PrimaryContainer") or (model.get("Containers") or [{}])[0]
@@ -54,7 +54,7 @@ class Fleet:
             for index in range(int(variant.get("InitialInstanceCount", 1))):
                 if shutting_down.is_set():  # a server started now would outlive the emulator
                     raise TransformFailed("the emulator is stopping")
-                model_dir = root / variant["VariantName"] / f"instance-{index}"
+                model_dir = confine.within(root, variant["VariantName"], f"instance-{index}")
                 model_dir.mkdir(parents=True, exist_ok=True)
                 if container.get("ModelDataUrl") and not any(model_dir.iterdir()):
                     s3io.download_and_extract(s3, container["ModelDataUrl"], model_dir)

@@ -7,6 +7,8 @@ import tarfile
 from pathlib import Path
 from urllib.parse import urlparse
 
+from mlscale.emulator.confine import PathEscape, within
+
 COPY_CHUNK = 1 << 20
 
 
@@ -26,16 +28,16 @@ def list_keys(s3, uri: str) -> list[str]:
     return sorted(keys)
 
 
-class KeyOutsideChannel(ValueError):
+class KeyOutsideChannel(PathEscape):
     """An object's key resolves outside the directory it is downloaded into (`..` segments)."""
 
 
 def inside(dest: Path, relative: str) -> Path:
     """`dest / relative`, refused when `..` would take it out of `dest` (S3 keys may hold any text)."""
-    target = (dest / relative).resolve()
-    if target != dest.resolve() and dest.resolve() not in target.parents:
-        raise KeyOutsideChannel(f"the object key {relative!r} leaves its channel directory")
-    return target
+    try:
+        return within(dest, relative)
+    except PathEscape:
+        raise KeyOutsideChannel(f"the object key {relative!r} leaves its channel directory") from None
 
 
 def download_prefix(s3, uri: str, dest: Path, keys: list[str] | None = None) -> int:
@@ -91,5 +93,8 @@ def upload_file(s3, path: Path, uri: str) -> None:
 
 
 def upload_directory(s3, source: Path, uri: str) -> None:
+    """Upload every file below `source`; a symlink that leads outside it (left by a job) is refused."""
     for path in sorted(p for p in source.rglob("*") if p.is_file()):
-        upload_file(s3, path, f"{uri.rstrip('/')}/{path.relative_to(source)}")
+        relative = str(path.relative_to(source))
+        within(source, relative)
+        upload_file(s3, path, f"{uri.rstrip('/')}/{relative}")

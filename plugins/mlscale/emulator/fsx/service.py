@@ -18,7 +18,7 @@ from typing import Any
 from moto.fsx import models as fsx_models
 from moto.fsx import responses as fsx_responses
 
-from mlscale.emulator import settings
+from mlscale.emulator import confine, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.fsx.models import (
     MAX_ASSOCIATIONS,
@@ -42,16 +42,35 @@ def _table(self, name: str) -> dict:
 
 
 def local_root(file_system_id: str) -> Path:
-    return settings.current().home / "fsx" / file_system_id
+    try:
+        return confine.within(settings.current().home / "fsx", file_system_id)
+    except confine.PathEscape as error:
+        raise FSxError("BadRequest", f"FileSystemId: {error}") from None
 
 
 def resolve_directory(file_system_id: str, directory_path: str) -> Path:
-    """Where `/<mount name>/some/path` of a file system lives on this machine."""
+    """Where `/<mount name>/some/path` of a file system lives on this machine (never outside it)."""
+    try:
+        confine.relative_path(directory_path, "DirectoryPath")
+    except confine.PathEscape as error:
+        raise FSxError("BadRequest", str(error)) from None
     parts = directory_path.strip("/").split("/", 1)
     if not parts or parts[0] != mount_name(file_system_id):
         raise FSxError("BadRequest", f"DirectoryPath {directory_path} must start with the mount name "
                        f"/{mount_name(file_system_id)}")  # fmt: skip
-    return local_root(file_system_id) / (parts[1] if len(parts) > 1 else "")
+    return association_directory(file_system_id, parts[1] if len(parts) > 1 else "")
+
+
+def association_directory(file_system_id: str, file_system_path: str) -> Path:
+    """The local directory of a path on the file system; FSxError when it would lead outside the file system
+    (a symlink a job left there, say)."""
+    root = local_root(file_system_id)
+    root.mkdir(parents=True, exist_ok=True)
+    relative = file_system_path.strip("/")
+    try:
+        return confine.within(root, relative) if relative else root.resolve()
+    except confine.PathEscape as error:
+        raise FSxError("BadRequest", f"FileSystemPath {file_system_path}: {error}") from None
 
 
 def _later(seconds: float, action) -> None:
@@ -145,8 +164,10 @@ def create_data_repository_association(self):
         if len(existing) >= MAX_ASSOCIATIONS:
             raise FSxError("ServiceLimitExceeded", f"A file system has at most {MAX_ASSOCIATIONS} associations")
         path = params.get("FileSystemPath", "")
-        if not path.startswith("/"):
-            raise FSxError("BadRequest", f"FileSystemPath must be an absolute path: {path!r}")
+        try:
+            confine.relative_path(path, "FileSystemPath")
+        except confine.PathEscape as error:
+            raise FSxError("BadRequest", str(error)) from None
         if any(path.startswith(a.file_system_path) or a.file_system_path.startswith(path) for a in existing):
             raise FSxError("BadRequest", f"FileSystemPath {path} overlaps an existing association")
         s3io.split_s3_uri(params.get("DataRepositoryPath", ""))
@@ -194,7 +215,7 @@ def delete_data_repository_association(self):
 
 def _import(association: Association, region: str, task: RepositoryTask | None = None) -> None:
     s3 = settings.aws_client("s3", region)
-    target = local_root(association.file_system_id) / association.file_system_path.strip("/")
+    target = association_directory(association.file_system_id, association.file_system_path)
     keys = s3io.list_keys(s3, association.data_repository_path.rstrip("/") + "/")
     if task:
         task.total += len(keys)
@@ -205,7 +226,7 @@ def _import(association: Association, region: str, task: RepositoryTask | None =
 
 def _export(association: Association, region: str, task: RepositoryTask) -> None:
     s3 = settings.aws_client("s3", region)
-    source = local_root(association.file_system_id) / association.file_system_path.strip("/")
+    source = association_directory(association.file_system_id, association.file_system_path)
     files = [p for p in source.rglob("*") if p.is_file()] if source.exists() else []
     task.total += len(files)
     s3io.upload_directory(s3, source, association.data_repository_path.rstrip("/"))

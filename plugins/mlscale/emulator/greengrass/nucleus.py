@@ -17,7 +17,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from mlscale.emulator import job_env, settings
+from mlscale.emulator import confine, job_env, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.greengrass.recipes import RecipeError, configuration, lifecycle_step, select_manifest, substitute
@@ -30,7 +30,11 @@ class DeviceFailure(Exception):
 
 
 def device_root(thing: str) -> Path:
-    return settings.current().home / "greengrass" / thing
+    """The simulated device's own directory; DeviceFailure for a thing name that would lead outside."""
+    try:
+        return confine.within(settings.current().home / "greengrass", thing)
+    except confine.PathEscape as error:
+        raise DeviceFailure(f"thing name {thing!r}: {error}") from None
 
 
 def run_step(script: str, cwd: Path, timeout: int, env: dict[str, str], shipper: LogShipper, what: str) -> None:
@@ -50,16 +54,19 @@ def deploy_component(thing: str, platform: dict, recipe: dict, update: dict | No
     except RecipeError as error:
         raise DeviceFailure(str(error)) from None
     root = device_root(thing)
-    artifacts = root / "packages" / "artifacts" / name / version
-    decompressed = root / "packages" / "artifacts-unarchived" / name / version
-    work = root / "work" / name
+    try:
+        artifacts = confine.within(root, "packages", "artifacts", name, version)
+        decompressed = confine.within(root, "packages", "artifacts-unarchived", name, version)
+        work = confine.within(root, "work", name)
+    except confine.PathEscape as error:
+        raise DeviceFailure(f"component {name} {version}: {error}") from None
     for folder in (artifacts, decompressed, work):
         folder.mkdir(parents=True, exist_ok=True)
     s3 = settings.aws_client("s3", region)
     for artifact in manifest.get("artifacts") or []:
         uri = artifact.get("uri", "")
-        target = artifacts / Path(uri).name
         try:
+            target = confine.within(artifacts, Path(uri).name)
             bucket, key = s3io.split_s3_uri(uri)
             s3io.download(s3, bucket, key, target)
         except Exception as error:  # noqa: BLE001 - the download's reason is the device's reason
@@ -88,7 +95,10 @@ def deploy_component(thing: str, platform: dict, recipe: dict, update: dict | No
 
 
 def forget(thing: str) -> None:
-    shutil.rmtree(device_root(thing), ignore_errors=True)
+    try:
+        shutil.rmtree(device_root(thing), ignore_errors=True)
+    except DeviceFailure:  # a name that leads outside has no files here
+        pass
 
 
 def now() -> float:
