@@ -95,3 +95,24 @@ def test_malformed_requests_get_400_json_naming_the_member(emulator):
         "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1},
         "StoppingCondition": {"MaxRuntimeInSeconds": 60}}).encode())  # fmt: skip
     assert status == 400 and body["__type"] == "ValidationException" and "RoleArn" in body["message"]
+
+
+def test_a_metric_regex_re2_cannot_run_is_refused_at_the_api(clients, raw_sagemaker):
+    source = upload_source(clients["s3"], {"train.py": "print(1)"}, "code/rules/sourcedir.tar.gz")
+    request = training_request("lookaround-metric", source, metrics={"loss": r"(?=loss)loss=([0-9.]+)"})
+    assert "algorithmSpecification.metricDefinitions.1.member.regex" in refused(raw_sagemaker.create_training_job,
+                                                                               **request)  # fmt: skip
+
+
+def test_a_backtracking_metric_regex_does_not_stall_the_server(clients):
+    """One log line against `(a+)+$` froze the server 12.7 s (doubling per character) under Python's re."""
+    import time
+
+    script = "print('a' * 40 + '!', flush=True)\nprint('loss=0.5', flush=True)\n"
+    source = upload_source(clients["s3"], {"train.py": script}, "code/rules/evil-regex.tar.gz")
+    clients["sagemaker"].create_training_job(**training_request("evil-regex", source, metrics={
+        "evil": r"(a+)+$", "loss": r"loss=([0-9.]+)"}))  # fmt: skip
+    started = time.monotonic()
+    job = wait_for_job(clients["sagemaker"], "evil-regex", timeout=60)
+    assert job["TrainingJobStatus"] == "Completed" and time.monotonic() - started < 30
+    assert {m["MetricName"]: m["Value"] for m in job.get("FinalMetricDataList", [])}.get("loss") == 0.5

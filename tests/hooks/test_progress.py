@@ -43,3 +43,17 @@ def test_unparseable_values_and_epoch_totals_are_left_out():
     progress = reporter()
     job = {**training(), "HyperParameters": {}, "TrainingStartTime": None}
     assert progress.update(job, ["epoch 2 train_loss=nan?"]) == ["progress: train-1: Training, epoch 2"]
+
+
+def test_a_backtracking_metric_regex_costs_no_time_on_a_hostile_line():
+    """`(a+)+$` took Python's re 13 s on 29 characters; RE2 matches in time linear in the line."""
+    import time
+
+    job = training()
+    job["AlgorithmSpecification"]["MetricDefinitions"].append({"Name": "evil", "Regex": r"(a+)+$"})
+    job["AlgorithmSpecification"]["MetricDefinitions"].append({"Name": "lookahead", "Regex": r"(?=x)(y)"})
+    started = time.perf_counter()
+    progress = reporter()
+    progress.update(job, ["a" * 5000 + "!", "epoch=1 train_loss=0.5"])
+    assert time.perf_counter() - started < 0.5
+    assert progress.metrics == {"train:loss": 0.5}  # a regex RE2 refuses reports nothing, and breaks nothing

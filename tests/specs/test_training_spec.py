@@ -62,7 +62,7 @@ BAD_SPECS = [
     ({"use_spot": True, "checkpoint_s3_uri": "s3://bucket/ckpt", "max_runtime_seconds": 3600, "max_wait_seconds": 60}, "max_wait_seconds: must be >= max_runtime_seconds (3600)"),
     ({"max_wait_seconds": 7200}, "max_wait_seconds: only applies with use_spot=True"),
     ({"metric_definitions": {"acc": "accuracy=[0-9.]+"}}, "metric_definitions['acc']: needs exactly one capture group"),
-    ({"metric_definitions": {"acc": "accuracy=([0-9.]+"}}, "metric_definitions['acc']: is not a valid regular expression"),
+    ({"metric_definitions": {"acc": "accuracy=([0-9.]+"}}, "metric_definitions['acc']: is not a regular expression RE2 can run"),
     ({"environment": {"1BAD": "x"}}, "environment['1BAD']: names match"),
     ({"subnets": ["subnet-1"]}, "subnets: subnets and security_group_ids go together"),
     ({"max_retry_attempts": 31}, "max_retry_attempts: must be an integer from 1 to 30"),
@@ -186,3 +186,20 @@ def test_rendered_template_strings_become_the_declared_types():
     assert (spec.instance_count, spec.use_spot, spec.max_retry_attempts) == (2, False, None)
     assert spec.hyperparameters == {"epochs": 3} and spec.subnets == [] and spec.volume_size_gb == 40
     assert spec.inputs == {"train": "s3://bucket/train/"}
+
+
+@pytest.mark.parametrize("regex", [r"(a)\1=([0-9.]+)", r"(?=loss)loss=([0-9.]+)"])
+def test_a_metric_regex_re2_cannot_run_in_linear_time_is_refused(regex):
+    with pytest.raises(SpecError, match=r"metric_definitions\['loss'\]: is not a regular expression RE2 can run"):
+        good_spec(metric_definitions={"loss": regex}).validate()
+
+
+def test_a_nested_quantifier_is_accepted_and_matches_in_linear_time():
+    import time
+
+    from mlscale.metric_regex import compile_metric
+
+    good_spec(metric_definitions={"evil": r"(a+)+$"}).validate()
+    started = time.perf_counter()
+    assert compile_metric(r"(a+)+$").search("a" * 100_000 + "!") is None
+    assert time.perf_counter() - started < 0.5

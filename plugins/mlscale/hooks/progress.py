@@ -12,6 +12,8 @@ import re
 import time
 from datetime import datetime, timezone
 
+from mlscale.metric_regex import MetricRegexError, compile_metric
+
 EPOCH = re.compile(r"\bepoch[=: ]+(\d+)", re.IGNORECASE)
 
 
@@ -40,7 +42,11 @@ class ProgressReporter:
                 new_epoch |= int(match.group(1)) != self.epoch
                 self.epoch = int(match.group(1))
             for definition in definitions:
-                if match := re.search(definition["Regex"], line):
+                try:
+                    pattern = compile_metric(definition["Regex"])
+                except MetricRegexError:  # a job made elsewhere: its metric is not reported here
+                    continue
+                if match := pattern.search(line):
                     try:
                         self.metrics[definition["Name"]] = float(match.group(1))
                     except (IndexError, ValueError):

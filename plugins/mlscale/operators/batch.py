@@ -14,6 +14,7 @@ from airflow.sdk.exceptions import AirflowException
 
 from mlscale.hooks.resources import BATCH_JOB, failure_message
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
+from mlscale.metric_regex import compile_metric
 from mlscale.naming import resource_name
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.stage import StageOperator, Wait
@@ -248,7 +249,7 @@ class BatchMultiNodeTrainingOperator(StageOperator):
 
         logs = AwsLogsHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
                            config=self.botocore_config)  # fmt: skip
-        patterns = {name: re.compile(regex) for name, regex in self.spec.metric_definitions.items()}
+        patterns = {name: compile_metric(regex) for name, regex in self.spec.metric_definitions.items()}
         metrics: dict[str, float] = {}
         for event in logs.get_log_events("/aws/batch/job", stream, start_from_head=True):
             for name, pattern in patterns.items():

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlscale.metric_regex import MetricRegexError, compile_metric
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.errors import SpecError
@@ -101,9 +102,9 @@ class BatchTrainingSpec:
         self._validate_retry_on_exit()
         for name, regex in self.metric_definitions.items():
             try:
-                groups = re.compile(regex).groups
-            except re.error as error:
-                raise SpecError(f"metric_definitions[{name!r}]", f"is not a valid regular expression: {error}") from None
+                groups = compile_metric(regex).groups
+            except MetricRegexError as error:
+                raise SpecError(f"metric_definitions[{name!r}]", str(error), regex) from None
             require(groups == 1, f"metric_definitions[{name!r}]", "needs exactly one capture group", regex)
         rules.tags(self.tags)
 

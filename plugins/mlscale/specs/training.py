@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlscale.metric_regex import MetricRegexError, compile_metric
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.errors import SpecError
@@ -220,9 +221,9 @@ class TrainingSpec:
             require(isinstance(name, str) and 1 <= len(name) <= 255, label, "names are 1-255 characters")
             require(isinstance(regex, str) and 1 <= len(regex) <= 500, label, "regexes are 1-500 characters")
             try:
-                groups = re.compile(regex).groups
-            except re.error as error:
-                raise SpecError(label, f"is not a valid regular expression: {error}", regex) from None
+                groups = compile_metric(regex).groups
+            except MetricRegexError as error:
+                raise SpecError(label, str(error), regex) from None
             require(groups == 1, label, "needs exactly one capture group: the metric's value", regex)
 
     def _validate_environment(self) -> None:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import html
-import re
+
+from mlscale.metric_regex import MetricRegexError, compile_metric
 
 
 def metric_series(lines: list[str], definitions: dict[str, str]) -> dict[str, list[float]]:
     """Each MetricDefinition's values in log order (one per epoch for the example script)."""
-    patterns = {name: re.compile(regex) for name, regex in definitions.items()}
+    patterns = {}
+    for name, regex in definitions.items():
+        try:
+            patterns[name] = compile_metric(regex)
+        except MetricRegexError:  # a job made elsewhere may carry one RE2 cannot run: no curve for it
+            continue
     series: dict[str, list[float]] = {name: [] for name in definitions}
     for line in lines:
         for name, pattern in patterns.items():

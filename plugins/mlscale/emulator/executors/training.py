@@ -25,6 +25,7 @@ from mlscale.emulator.executors.processes import (
 )
 from mlscale.emulator.executors.spot import INTERRUPTED, Spot
 from mlscale.emulator.executors.utilisation import UtilisationSampler
+from mlscale.emulator.sagemaker.requests import metric_pattern
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,8 @@ class TrainingRun:
         self._stop_requested = threading.Event()
         self._stop_status = "Stopped"
         self._processes: list[subprocess.Popen] = []
-        self._metric_patterns = [
-            (d["Name"], re.compile(d["Regex"]))
+        self._metric_patterns = [  # RE2, checked when the job was created
+            (d["Name"], metric_pattern(d["Regex"]))
             for d in (job.algorithm_specification or {}).get("MetricDefinitions") or []
         ]
         self._metrics: dict[str, float] = {}

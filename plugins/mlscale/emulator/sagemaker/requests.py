@@ -13,8 +13,8 @@ from typing import Any
 
 from moto.sagemaker.exceptions import ValidationError
 
-NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")  # every SageMaker job and resource name
-CHANNEL = re.compile(r"^[A-Za-z0-9\.\-_]{1,64}$")
+NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")  # every SageMaker job and resource name
+CHANNEL = re.compile(r"[A-Za-z0-9\.\-_]{1,64}")
 PROCESSING_ROOT = "/opt/ml/processing/"
 
 
@@ -24,7 +24,7 @@ def _constraint(value: Any, field: str, rule: str) -> ValidationError:
 
 
 def name(value: Any, field: str) -> None:
-    if not isinstance(value, str) or not NAME.match(value):
+    if not isinstance(value, str) or not NAME.fullmatch(value):
         raise _constraint(value, field, f"Member must satisfy regular expression pattern: {NAME.pattern}")
 
 
@@ -33,12 +33,36 @@ def instance_count(value: Any, field: str) -> None:
         raise _constraint(value, field, "Member must have value greater than or equal to 1")
 
 
+def metric_pattern(regex: str):
+    """A MetricDefinition's regex in RE2, which matches in time linear in the line: the emulator's server
+    runs it on every log line of the job, and Python's `re` can take seconds on one line (`(a+)+$`)."""
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    return re2.compile(regex, options)
+
+
+def metric_definitions(definitions: Any, field: str) -> None:
+    import re2
+
+    for index, definition in enumerate(definitions or []):
+        regex = (definition or {}).get("Regex") if isinstance(definition, dict) else None
+        try:
+            metric_pattern(regex)
+        except (re2.error, TypeError):
+            raise _constraint(regex, f"{field}.{index + 1}.member.regex", "Member must be a regular expression "
+                              "the emulator can match in linear time (RE2: no backreferences or lookaround)") from None
+
+
 def training(params: dict) -> None:
     name(params.get("TrainingJobName"), "trainingJobName")
+    metric_definitions((params.get("AlgorithmSpecification") or {}).get("MetricDefinitions"),
+                       "algorithmSpecification.metricDefinitions")
     instance_count((params.get("ResourceConfig") or {}).get("InstanceCount"), "resourceConfig.instanceCount")
     for index, channel in enumerate(params.get("InputDataConfig") or []):
         channel_name = channel.get("ChannelName")
-        if not isinstance(channel_name, str) or not CHANNEL.match(channel_name) or not channel_name.strip("."):
+        if not isinstance(channel_name, str) or not CHANNEL.fullmatch(channel_name) or not channel_name.strip("."):
             raise _constraint(channel_name, f"inputDataConfig.{index + 1}.member.channelName",
                               f"Member must satisfy regular expression pattern: {CHANNEL.pattern}, and not be only "
                               "dots (the channel is the directory /opt/ml/input/data/<name>)")  # fmt: skip
