@@ -8,6 +8,8 @@ import json
 import logging
 import sys
 
+from mlscale.settings import SettingError
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlscale")
@@ -27,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _run(args)
-    except RuntimeError as error:  # the emulator could not start: say why, without a traceback
+    except (RuntimeError, SettingError) as error:  # the emulator could not start, or a setting is bad: one line
         print(f"mlscale: {error}", file=sys.stderr)
         return 1
 

@@ -37,11 +37,40 @@ DEMO_POLL_SECONDS = 1
 DEMO_RECORDS_PER_DAY = 10_000  # a week of 70,000 records: the model reaches >= 0.95 accuracy
 
 
+def run_conf(text: str) -> dict:
+    """The demo's DAG params: a JSON object whose keys are the pipeline's params, each valid for its form field;
+    ValueError in one line naming what is wrong (before the emulator or Airflow starts)."""
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    from mlscale.pipeline.form import pipeline_form
+
+    try:
+        conf = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"the params are not JSON: {error}") from None
+    if not isinstance(conf, dict):
+        raise ValueError(f"the params must be a JSON object of param: value, not {type(conf).__name__}")
+    form = pipeline_form("mlscale")
+    for name, value in conf.items():
+        if name not in form:
+            raise ValueError(f"unknown param {name!r}; the pipeline's params: {', '.join(form)}")
+        try:
+            form[name].resolve(value)
+        except ParamValidationError as error:
+            reason = str(error.__cause__ or error).splitlines()[0]
+            raise ValueError(f"param {name!r}: {reason}") from None
+    return conf
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; argv may hold one JSON object of DAG params (the trigger form's values)."""
     from mlscale.emulator import control
 
-    conf = json.loads(argv[0]) if argv else {}
+    try:
+        conf = run_conf(argv[0]) if argv else {}
+    except ValueError as error:
+        print(f"mlscale demo: {error}", file=sys.stderr)
+        return 2
     if conf.get("gate_mode") == "manual":  # dag.test() cannot wait for a person; the scheduler can
         print("mlscale demo: gate_mode=manual needs a person and Airflow's scheduler: trigger the run in "
               "`mlscale airflow` instead (its approve task waits on the Required Actions page)", file=sys.stderr)

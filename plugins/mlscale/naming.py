@@ -13,7 +13,7 @@ import hashlib
 import re
 
 MAX_LENGTH = 63
-NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}\Z")
 _HASH_LENGTH = 8
 
 

@@ -52,8 +52,66 @@ def config_schema() -> dict:
     }}  # fmt: skip
 
 
+class SettingError(ValueError):
+    """An `[mlscale]` option's value breaks its rule; the message names the option and the rule."""
+
+
 def setting(name: str) -> str:
-    """The option's value (Airflow's config, its AIRFLOW__MLSCALE__* variable, or the default)."""
+    """The option's value (Airflow's config, its AIRFLOW__MLSCALE__* variable, or the default), checked."""
     from airflow.configuration import conf
 
-    return conf.get("mlscale", name, fallback=OPTIONS[name][0])
+    value = conf.get("mlscale", name, fallback=OPTIONS[name][0])
+    rule = RULES.get(name)
+    if rule is not None and (broken := rule(value)):
+        raise SettingError(f"[mlscale] {name} = {value!r}: {broken} (set it in airflow.cfg or "
+                           f"AIRFLOW__MLSCALE__{name.upper()})")  # fmt: skip
+    return value
+
+
+def _bucket(value: str) -> str | None:
+    import re
+
+    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value) or ".." in value:
+        return "must be an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', no '..'"
+    return None
+
+
+def _role_arn(value: str) -> str | None:
+    from mlscale.specs.rules import ROLE_ARN
+
+    return None if ROLE_ARN.match(value) else "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)"
+
+
+def _seconds(value: str) -> str | None:
+    try:
+        number = float(value)
+    except ValueError:
+        return "must be a number of seconds"
+    return None if 0 <= number < float("inf") else "must be a number of seconds, 0 or more"
+
+
+def _poll_interval(value: str) -> str | None:
+    return None if value.strip().isdigit() and 1 <= int(value) <= 300 else \
+        "must be a whole number of seconds from 1 to 300"  # fmt: skip
+
+
+def _json_object(value: str) -> str | None:
+    import json
+
+    try:
+        parsed = json.loads(value)
+    except ValueError as error:
+        return f"must be a JSON object: {error}"
+    return None if isinstance(parsed, dict) else "must be a JSON object"
+
+
+def _optional_s3_uri(value: str) -> str | None:
+    if not value:
+        return None
+    return None if value.startswith("s3://") and not _bucket(value[5:].split("/", 1)[0]) else \
+        "must be empty or an s3://bucket/prefix URI"  # fmt: skip
+
+
+RULES = {"bucket": _bucket, "role_arn": _role_arn, "first_event_delay": _seconds, "poll_interval": _poll_interval,
+         "batch_cluster": _json_object, "cache_location": _optional_s3_uri}  # fmt: skip

@@ -62,12 +62,14 @@ def test_plan_refuses_an_empty_interval_and_sizes_the_shards():
     ({"target_device": "bogus"}, "params.target_device: must be a Neo TargetDevice"),
     ({"quality": {"max_dupes": 0.1}}, "params.quality: unknown threshold 'max_dupes'"),
     ({"quality": "{'min_rows': 0}"}, "params.quality['min_rows']: must be an integer >= 1"),
+    ({"quality": {"min_rows": True}}, "params.quality['min_rows']: must be an integer >= 1"),
+    ({"instance_type": "ml.bogus.xlarge"}, "params.instance_type: is not a SageMaker TrainingInstanceType"),
 ])  # fmt: skip
 def test_a_run_with_bad_params_fails_at_its_first_task(overrides, message):
     from mlscale.pipeline.params import check_run_params
     from mlscale.specs import SpecError
 
-    params = {"target_device": "ml_c5", "quality": {"min_rows": 10}}
+    params = {"target_device": "ml_c5", "quality": {"min_rows": 10}, "instance_type": "ml.c5.xlarge"}
     check_run_params(params)
     with pytest.raises(SpecError, match=re.escape(message)):
         check_run_params({**params, **overrides})

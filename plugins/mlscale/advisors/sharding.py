@@ -6,6 +6,7 @@ import math
 from dataclasses import asdict, dataclass
 
 from mlscale.specs.errors import SpecError
+from mlscale.specs.rules import is_int
 
 MB = 1_000_000
 TARGET_SHARD_BYTES = 256 * MB  # within the 100 MB - 1 GB the whitepaper and WebDataset practice suggest
@@ -30,7 +31,7 @@ def plan_shards(dataset_bytes: int, records: int, instances: int, loader_workers
     for field, value, low in (("dataset_bytes", dataset_bytes, 1), ("records", records, 1),
                               ("instances", instances, 1), ("loader_workers", loader_workers, 0),
                               ("target_shard_bytes", target_shard_bytes, 1)):  # fmt: skip
-        if not isinstance(value, int) or value < low:
+        if not is_int(value) or value < low:
             raise SpecError(field, f"must be an integer >= {low}", value)
     per_instance = max(1, loader_workers)
     readers = instances * per_instance

@@ -64,7 +64,7 @@ class BatchMultiNodeTrainingOperator(StageOperator):
 
     def execute(self, context: Context) -> Any:
         if self.job_name is not None:
-            require(isinstance(self.job_name, str) and bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,124}$",
+            require(isinstance(self.job_name, str) and bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,124}\Z",
                     self.job_name)), "job_name", "must be 1-125 letters, digits, '-' and '_' (a Batch job name)",
                     self.job_name)  # fmt: skip
         return super().execute(context)

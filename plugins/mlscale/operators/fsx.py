@@ -13,6 +13,7 @@ from mlscale.hooks.fsx import FSxHook
 from mlscale.hooks.resources import FSX_ASSOCIATION, FSX_FILE_SYSTEM, FSX_TASK
 from mlscale.links import FileSystemLink
 from mlscale.naming import resource_name
+from mlscale.specs.coerce import NONE, convert
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.fsx import FSxLustreSpec
 
@@ -45,7 +46,8 @@ class FSxLustreStageOperator(StageOperator):
         self.enabled, self.skip_reason = enabled, skip_reason
 
     def execute(self, context: Context) -> dict[str, Any]:
-        if str(self.enabled).strip().lower() in ("false", "0", "no", "none", ""):
+        rendered = str(self.enabled).strip()  # a template renders to a string; "maybe" is refused, not enabled
+        if rendered.lower() in NONE or not convert(rendered, bool, "enabled"):
             # Succeed with no file system rather than skip: this task is the setup of the delete_fsx
             # teardown, and Airflow would skip everything downstream of a skipped setup.
             self.log.info("FSx staging not needed: %s", self.skip_reason or "disabled for this run")

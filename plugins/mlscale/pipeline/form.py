@@ -22,19 +22,16 @@ def default_poll_interval() -> int:
     """`[mlscale] poll_interval`, a whole number of seconds."""
     from mlscale.settings import setting
 
-    value = setting("poll_interval")
-    if not str(value).strip().isdigit() or not 1 <= int(value) <= 300:
-        raise ValueError(f"[mlscale] poll_interval must be a whole number of seconds from 1 to 300, not {value!r}")
-    return int(value)
+    return int(setting("poll_interval"))  # checked when read (mlscale.settings.RULES)
 
 
 def pipeline_form(database: str) -> dict[str, Param]:
     """The params of dags/mlscale_pipeline.py; `database` is the Glue database's default. Made with form_param:
     Airflow copies and checks them for each of the DAG's tasks at every parse (mlscale.params)."""
     return {
-        "database": form_param(database, type="string", pattern=r"^[a-z_][a-z0-9_]{0,254}$",
+        "database": form_param(database, type="string", pattern=r"^[a-z_][a-z0-9_]{0,254}$(?!\n)",
                                description="Glue database of the raw table (an Athena identifier)"),
-        "instance_type": form_param("ml.c5.xlarge", type="string", pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$",
+        "instance_type": form_param("ml.c5.xlarge", type="string", pattern=r"^ml\.[a-z0-9]+\.[a-z0-9]+$(?!\n)",
                                     description="SageMaker training instance type"),
         "instance_count": form_param(2, type="integer", minimum=1, maximum=16,
                                      description="Training instances (Batch: nodes); more than one trains with DDP"),

@@ -1,7 +1,7 @@
 """The example DAG's params that its form cannot check, checked when the run starts, before any AWS call.
 
 A bad `target_device` would otherwise fail only at `compile`, after training; an unknown quality
-threshold only at `quality`, after the ETL. (The form's JSON schema cannot hold botocore's list of Neo
+threshold only at `quality`, after the ETL; an instance type botocore does not list only at `train`. (The form's JSON schema cannot hold botocore's list of Neo
 targets without loading botocore's SageMaker model at every parse.)
 """
 
@@ -15,8 +15,10 @@ from mlscale.specs.errors import SpecError
 
 def check_run_params(params: dict[str, Any]) -> None:
     from mlscale.quality.profile import QualityThresholds
-    from mlscale.specs.rules import sagemaker_enum
+    from mlscale.specs.rules import instance_type, sagemaker_enum
 
+    # the form checks its shape; the API's list is botocore's (an unknown type failed only at `train`)
+    instance_type(params["instance_type"], "params.instance_type", "TrainingInstanceType")
     targets = sagemaker_enum("TargetDevice")
     if params["target_device"] not in targets:
         raise SpecError("params.target_device", f"must be a Neo TargetDevice: one of {', '.join(targets)}",

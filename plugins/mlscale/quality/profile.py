@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from mlscale.specs.errors import SpecError
+from mlscale.specs.rules import is_int, is_number
 
 INTENSITY_BINS = np.linspace(0.0, 1.0, 21)  # mean ink per image, in [0, 1]
 PSI_FLOOR = 1e-4  # empty bins would make PSI infinite
@@ -21,13 +22,13 @@ class QualityThresholds:
     max_drift_psi: float = 0.2  # Population Stability Index; > 0.2 is the usual "significant shift"
 
     def validate(self) -> None:
-        if not isinstance(self.min_rows, int) or self.min_rows < 1:
+        if not is_int(self.min_rows) or self.min_rows < 1:
             raise SpecError("min_rows", "must be an integer >= 1", self.min_rows)
         for name in ("max_missing_fraction", "max_duplicate_fraction", "min_label_share"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            if not is_number(value) or not 0 <= value <= 1:
                 raise SpecError(name, "must be a fraction from 0 to 1", value)
-        if not isinstance(self.max_drift_psi, (int, float)) or self.max_drift_psi <= 0:
+        if not is_number(self.max_drift_psi) or self.max_drift_psi <= 0:
             raise SpecError("max_drift_psi", "must be > 0", self.max_drift_psi)
 
 

@@ -19,15 +19,15 @@ from mlscale.metric_regex import MetricRegexError, compile_metric
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.errors import SpecError
-from mlscale.specs.rules import require
+from mlscale.specs.rules import is_int, require
 
-BATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
-QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-queue/[A-Za-z0-9_-]{1,128}$")
-DEFINITION = re.compile(r"^(arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-definition/)?[A-Za-z0-9_-]{1,128}(:\d+)?$")
-IMAGE = re.compile(r"^[a-z0-9]+([._/:@-][a-zA-Z0-9_.-]+)*$")
-ENV_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
-EXIT_CODE_PATTERN = re.compile(r"^[0-9]*\*?$")
-REASON_PATTERN = re.compile(r"^[A-Za-z0-9 .:]*\*?$")  # letters, digits, spaces, periods, colons; a trailing *
+BATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\Z")
+QUEUE_ARN = re.compile(r"^arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-queue/[A-Za-z0-9_-]{1,128}\Z")
+DEFINITION = re.compile(r"^(arn:aws[a-z-]*:batch:[a-z0-9-]+:\d{12}:job-definition/)?[A-Za-z0-9_-]{1,128}(:\d+)?\Z")
+IMAGE = re.compile(r"^[a-z0-9]+([._/:@-][a-zA-Z0-9_.-]+)*\Z")
+ENV_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*\Z")
+EXIT_CODE_PATTERN = re.compile(r"^[0-9]*\*?\Z")
+REASON_PATTERN = re.compile(r"^[A-Za-z0-9 .:]*\*?\Z")  # letters, digits, spaces, periods, colons; a trailing *
 MAX_NODES = 1000
 MIN_TIMEOUT = 60  # JobTimeout.attemptDurationSeconds: at least 60 seconds
 
@@ -87,7 +87,7 @@ class BatchTrainingSpec:
                 rules.role_arn(self.job_role_arn, "job_role_arn")
         self._validate_program(check_files)
         rules.in_range(self.node_count, "node_count", 1, MAX_NODES)
-        require(isinstance(self.main_node_index, int) and 0 <= self.main_node_index < self.node_count,
+        require(is_int(self.main_node_index) and 0 <= self.main_node_index < self.node_count,
                 "main_node_index", f"must be a node of the job: 0 to node_count - 1 ({self.node_count - 1})",
                 self.main_node_index)  # fmt: skip
         rules.in_range(self.vcpus, "vcpus", 1, 256)
@@ -95,7 +95,7 @@ class BatchTrainingSpec:
         rules.in_range(self.gpus, "gpus", 0, 16)
         self._validate_environment()
         if self.timeout_seconds is not None:
-            require(isinstance(self.timeout_seconds, int) and self.timeout_seconds >= MIN_TIMEOUT,
+            require(is_int(self.timeout_seconds) and self.timeout_seconds >= MIN_TIMEOUT,
                     "timeout_seconds", f"must be at least {MIN_TIMEOUT} seconds (Batch's attemptDurationSeconds)",
                     self.timeout_seconds)  # fmt: skip
         rules.in_range(self.retry_attempts, "retry_attempts", 1, 10)
@@ -126,13 +126,13 @@ class BatchTrainingSpec:
                 "must be torchrun (one torchrun rendezvous over the nodes) or none", self.distribution)  # fmt: skip
         require(isinstance(self.hyperparameters, dict), "hyperparameters", "must be a mapping")
         for key, value in self.hyperparameters.items():
-            require(isinstance(key, str) and bool(re.match(r"^[A-Za-z0-9_-]+$", key)), f"hyperparameters[{key!r}]",
+            require(isinstance(key, str) and bool(re.match(r"^[A-Za-z0-9_-]+\Z", key)), f"hyperparameters[{key!r}]",
                     "keys are letters, digits, '-' and '_' (each becomes a --key argument)")  # fmt: skip
             require(isinstance(value, (str, int, float, bool)), f"hyperparameters[{key!r}]",
                     "values are strings, numbers or booleans", value)  # fmt: skip
         require(isinstance(self.inputs, dict), "inputs", "must be a mapping of channel name to location")
         for name, source in self.inputs.items():
-            require(bool(re.match(r"^[A-Za-z0-9.\-_]{1,64}$", name)), f"inputs[{name!r}]",
+            require(bool(re.match(r"^[A-Za-z0-9.\-_]{1,64}\Z", name)), f"inputs[{name!r}]",
                     "channel names are 1-64 letters, digits, '.', '-' and '_'")  # fmt: skip
             require(isinstance(source, str) and (source.startswith("/") or bool(rules.S3_URI.match(source))),
                     f"inputs[{name!r}]", "must be an s3:// prefix or an absolute path on the shared file system",

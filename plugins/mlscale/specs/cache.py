@@ -20,7 +20,7 @@ from mlscale.specs.rules import require
 
 _NUMBER = r"(\d+(?:\.\d+)?)"
 DURATION = re.compile(rf"^P(?:{_NUMBER}Y)?(?:{_NUMBER}M)?(?:{_NUMBER}W)?(?:{_NUMBER}D)?"
-                      rf"(?:T(?:{_NUMBER}H)?(?:{_NUMBER}M)?(?:{_NUMBER}S)?)?$")  # fmt: skip
+                      rf"(?:T(?:{_NUMBER}H)?(?:{_NUMBER}M)?(?:{_NUMBER}S)?)?\Z")  # fmt: skip
 
 
 @dataclass

@@ -19,7 +19,7 @@ from typing import Any
 
 from mlscale.specs.errors import SpecError
 
-INTEGER = re.compile(r"^[+-]?\d+$")
+INTEGER = re.compile(r"^[+-]?\d+\Z")
 TRUE, FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 NONE = ("", "none", "null")
 

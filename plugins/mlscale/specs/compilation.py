@@ -9,8 +9,7 @@ from typing import Any
 
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
-from mlscale.specs.rules import require
-
+from mlscale.specs.rules import is_int, require
 
 _enum = rules.sagemaker_enum  # TargetDevice, Framework, TargetPlatformOs, ...
 
@@ -41,7 +40,7 @@ class CompilationSpec:
         require(isinstance(self.input_shapes, dict) and bool(self.input_shapes), "input_shapes",
                 "must map each input name to its shape, e.g. {'input0': [1, 64]}")  # fmt: skip
         for name, shape in self.input_shapes.items():
-            require(isinstance(shape, list) and bool(shape) and all(isinstance(d, int) and d > 0 for d in shape),
+            require(isinstance(shape, list) and bool(shape) and all(is_int(d) and d > 0 for d in shape),
                     f"input_shapes[{name!r}]", "must be a list of positive integers", shape)  # fmt: skip
         require(bool(self.target_device) != bool(self.target_platform), "target_device",
                 "give target_device or target_platform, not both and not neither")  # fmt: skip

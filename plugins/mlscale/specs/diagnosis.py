@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
-from mlscale.specs.rules import require
+from mlscale.specs.rules import is_int, require
 
 
 @dataclass
@@ -24,6 +24,6 @@ class DiagnosisSpec:
                 "must be a training job name (1-63 letters, digits and '-')", self.job_name)  # fmt: skip
         rules.in_range(self.loader_workers, "loader_workers", 0, 256)
         # GetMetricData: 1, 5, 10 or 30 s (high-resolution metrics) or a multiple of 60
-        require(isinstance(self.period, int) and (self.period in (1, 5, 10, 30) or
+        require(is_int(self.period) and (self.period in (1, 5, 10, 30) or
                                                   (self.period >= 60 and self.period % 60 == 0)), "period",
                 "must be 1, 5, 10, 30 or a multiple of 60 seconds", self.period)  # fmt: skip

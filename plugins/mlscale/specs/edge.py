@@ -9,9 +9,9 @@ from typing import Any
 
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
-from mlscale.specs.rules import require
+from mlscale.specs.rules import is_number, require
 
-THING_GROUP = re.compile(r"^[a-zA-Z0-9:_-]{1,128}$")  # AWS IoT CreateThingGroup's thingGroupName
+THING_GROUP = re.compile(r"^[a-zA-Z0-9:_-]{1,128}\Z")  # AWS IoT CreateThingGroup's thingGroupName
 
 
 @dataclass
@@ -43,7 +43,7 @@ class EdgeDeploymentSpec:
                 "thing_group_name", "must be 1-128 letters, digits, '_', '-' and ':'", self.thing_group_name)  # fmt: skip
         require(self.failure_handling in ("ROLLBACK", "DO_NOTHING"), "failure_handling",
                 "must be ROLLBACK or DO_NOTHING", self.failure_handling)  # fmt: skip
-        require(isinstance(self.abort_threshold_percent, (int, float)) and 0 < self.abort_threshold_percent <= 100,
+        require(is_number(self.abort_threshold_percent) and 0 < self.abort_threshold_percent <= 100,
                 "abort_threshold_percent", "must be a number in (0, 100]", self.abort_threshold_percent)  # fmt: skip
         rules.in_range(self.component_timeout, "component_timeout", 1, 3600)
 

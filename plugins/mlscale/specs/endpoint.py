@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
-from mlscale.specs.rules import require
+from mlscale.specs.errors import SpecError
+from mlscale.specs.rules import is_number, require
 
 
 @dataclass
@@ -50,7 +52,7 @@ class EndpointSpec:
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         rules.in_range(self.min_capacity, "min_capacity", 1, 100)  # Application Auto Scaling: MinCapacity >= 1
         rules.in_range(self.max_capacity, "max_capacity", self.min_capacity, 1000)
-        require(isinstance(self.invocations_per_instance, (int, float)) and self.invocations_per_instance > 0,
+        require(is_number(self.invocations_per_instance) and self.invocations_per_instance > 0,
                 "invocations_per_instance", "must be > 0", self.invocations_per_instance)  # fmt: skip
         rules.in_range(self.scale_in_cooldown, "scale_in_cooldown", 0, 86400)
         rules.in_range(self.scale_out_cooldown, "scale_out_cooldown", 0, 86400)
@@ -61,6 +63,12 @@ class EndpointSpec:
         rules.in_range(self.wait_seconds, "wait_seconds", 0, 3600)
         rules.in_range(self.termination_wait_seconds, "termination_wait_seconds", 0, 3600)
         require(len(self.rollback_alarms) <= 10, "rollback_alarms", "at most 10 alarms", len(self.rollback_alarms))
+        if isinstance(self.sample_body, (str, bytes)) and self.sample_body and "json" in self.sample_content_type:
+            try:  # checked before the deploy: a bad sample failed only after the endpoint was InService
+                json.loads(self.sample_body)
+            except ValueError as error:
+                raise SpecError("sample_body", f"must be JSON ({self.sample_content_type}): {error}",
+                                self.sample_body) from None  # fmt: skip
 
     def deployment_config(self) -> dict[str, Any]:
         routing: dict[str, Any] = {"Type": self.traffic_routing, "WaitIntervalInSeconds": self.wait_seconds}

@@ -38,7 +38,7 @@ class AthenaEtlSpec:
         for name, uris in self.inputs.items():
             for uri in [uris] if isinstance(uris, str) else list(uris):
                 rules.s3_uri(uri, f"inputs[{name!r}]")
-        require(re.match(r"^[a-zA-Z0-9._-]{1,128}$", self.workgroup or "") is not None, "workgroup",
+        require(re.match(r"^[a-zA-Z0-9._-]{1,128}\Z", self.workgroup or "") is not None, "workgroup",
                 "must be 1-128 letters, digits, '.', '_' and '-'", self.workgroup)  # fmt: skip
 
     def request(self) -> dict:

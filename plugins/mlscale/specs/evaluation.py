@@ -7,7 +7,7 @@ from typing import Any
 
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
-from mlscale.specs.rules import require
+from mlscale.specs.rules import is_number, require
 
 METRICS = {"accuracy": "classification", "macro_f1": "classification"}  # what evaluation.metrics computes
 
@@ -48,9 +48,9 @@ class EvaluationSpec:
         require(bool(rules.NAME.match(self.model_package_group or "")), "model_package_group",
                 "must be 1-63 letters, digits and '-'", self.model_package_group)  # fmt: skip
         require(self.metric in METRICS, "metric", f"must be one of {sorted(METRICS)}", self.metric)
-        require(isinstance(self.min_value, (int, float)) and 0 <= self.min_value <= 1, "min_value",
+        require(is_number(self.min_value) and 0 <= self.min_value <= 1, "min_value",
                 "must be from 0 to 1", self.min_value)  # fmt: skip
-        require(isinstance(self.champion_tolerance, (int, float)) and 0 <= self.champion_tolerance <= 1,
+        require(is_number(self.champion_tolerance) and 0 <= self.champion_tolerance <= 1,
                 "champion_tolerance", "must be from 0 to 1", self.champion_tolerance)  # fmt: skip
         rules.instance_type(self.instance_type, "instance_type", "TransformInstanceType")
         rules.in_range(self.instance_count, "instance_count", 1, 100)

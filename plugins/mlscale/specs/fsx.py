@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from mlscale.specs import rules
 from mlscale.specs.coerce import coerce_fields
-from mlscale.specs.rules import require
+from mlscale.specs.rules import is_int, require
 
 # PerUnitStorageThroughput (MB/s/TiB) each persistent deployment type takes (FSx for Lustre API reference)
 TIERS = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
@@ -32,7 +32,7 @@ class FSxLustreSpec:
                 "must be SCRATCH_2, PERSISTENT_1 or PERSISTENT_2 (SCRATCH_1 takes no data repository association)",
                 self.deployment_type)  # fmt: skip
         capacity = self.storage_capacity_gib
-        require(isinstance(capacity, int) and (capacity == 1200 or (capacity > 0 and capacity % 2400 == 0)),
+        require(is_int(capacity) and (capacity == 1200 or (capacity > 0 and capacity % 2400 == 0)),
                 "storage_capacity_gib", "must be 1200 or a multiple of 2400", capacity)  # fmt: skip
         if self.deployment_type in TIERS:
             require(self.per_unit_storage_throughput in TIERS[self.deployment_type], "per_unit_storage_throughput",

@@ -13,7 +13,7 @@ from mlscale.specs.errors import SpecError
 from mlscale.specs.rules import require
 
 # Athena (Hive/Glue) identifiers: lower-case letters, digits and underscores; no quoting games
-IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,254}$")
+IDENTIFIER = re.compile(r"^[a-z_][a-z0-9_]{0,254}\Z")
 
 
 @dataclass
@@ -50,7 +50,7 @@ class QualitySpec:
                     date.fromisoformat(value)
                 except (TypeError, ValueError):
                     raise SpecError(name, "must be a date YYYY-MM-DD", value) from None
-        require(re.match(r"^[a-zA-Z0-9._-]{1,128}$", self.workgroup or "") is not None, "workgroup",
+        require(re.match(r"^[a-zA-Z0-9._-]{1,128}\Z", self.workgroup or "") is not None, "workgroup",
                 "must be 1-128 letters, digits, '.', '_' and '-'", self.workgroup)  # fmt: skip
         self.quality_thresholds()
 

@@ -10,11 +10,12 @@ from typing import Any
 from mlscale.naming import NAME_PATTERN
 from mlscale.specs.errors import SpecError
 
-ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+$")
+ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]+\Z")
 NAME = NAME_PATTERN  # SageMaker, Greengrass and registry names share the rule
-INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
-TAG_VALUE = re.compile(r"^[\w\s.:/=+\-@]{0,256}$")  # the Tag Value rule SageMaker and Greengrass share
-S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?$")
+INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+\Z")
+TAG_VALUE = re.compile(r"^[\w\s.:/=+\-@]{0,256}\Z")  # the Tag Value rule SageMaker and Greengrass share
+IP_ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
+S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?\Z")
 
 
 def require(condition: bool, field: str, rule: str, value: Any = None) -> None:
@@ -53,6 +54,19 @@ def role_arn(value: Any, field: str = "role_arn") -> None:
 def s3_uri(value: Any, field: str) -> None:
     require(isinstance(value, str) and bool(S3_URI.match(value)), field,
             "must be an s3://bucket/prefix URI", value)  # fmt: skip
+    bucket = value[len("s3://"):].split("/", 1)[0]
+    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
+    require(".." not in bucket and not IP_ADDRESS.fullmatch(bucket), field,
+            "names a bucket S3 cannot have (two adjacent periods, or an IP address)", value)  # fmt: skip
+
+
+def is_int(value: Any) -> bool:
+    """An integer, and not a bool (Python's True is 1: `min_rows=True` must not pass as one row)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def in_range(value: Any, field: str, low: int, high: int) -> None:

@@ -22,8 +22,8 @@ DISTRIBUTIONS = {
 }
 INPUT_MODES = ("File", "FastFile")
 MAX_RUNTIME_LIMIT = 28 * 24 * 3600  # 28 days
-CHANNEL_NAME = re.compile(r"^[A-Za-z0-9\.\-_]{1,64}$")
-ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,511}$")
+CHANNEL_NAME = re.compile(r"^[A-Za-z0-9\.\-_]{1,64}\Z")
+ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,511}\Z")
 
 
 @dataclass
@@ -126,6 +126,9 @@ class TrainingSpec:
         coerce_fields(self)
         require(bool(self.entry_point), "entry_point", "is required")
         require(self.entry_point.endswith((".py", ".sh")), "entry_point", "must be a .py or .sh file",
+                self.entry_point)  # fmt: skip
+        require(not self.entry_point.startswith("/") and ".." not in self.entry_point.split("/"), "entry_point",
+                "must be a path relative to source_dir, without '..' (it runs from inside source_dir)",
                 self.entry_point)  # fmt: skip
         if check_files:
             require(Path(self.source_dir).is_dir(), "source_dir", "must be an existing directory", self.source_dir)
