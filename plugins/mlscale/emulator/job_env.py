@@ -18,6 +18,15 @@ PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME",
           "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "SSL_CERT_FILE", "SSL_CERT_DIR")  # fmt: skip
 PASSED_PREFIXES = ("LC_",)
 DUMMY_KEY = "testing"
+# Imported first by every job's Python: torch's TCPStore hosts on loopback (see its docstring).
+JOB_SITE = str(Path(__file__).resolve().parent / "job_site")
+# The emulated hosts are processes on this machine: gloo and NCCL talk over loopback, and listen only there.
+LOOPBACK = {"GLOO_SOCKET_IFNAME": "lo", "NCCL_SOCKET_IFNAME": "lo"}
+
+
+def python_path(*first: object) -> str:
+    """A job's PYTHONPATH: the emulator's job site, then `first` (the job's code, its venv)."""
+    return os.pathsep.join([JOB_SITE, *(str(p) for p in first)])
 
 
 def base() -> dict[str, str]:
@@ -37,8 +46,8 @@ def for_job(region: str | None, endpoint_url: str | None = None, **extra: str) -
         from mlscale.emulator import settings
 
         endpoint_url = settings.current().endpoint_url
-    env.update({"AWS_ENDPOINT_URL": endpoint_url, "AWS_ACCESS_KEY_ID": DUMMY_KEY,
-                "AWS_SECRET_ACCESS_KEY": DUMMY_KEY, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    env.update({"AWS_ENDPOINT_URL": endpoint_url, "AWS_ACCESS_KEY_ID": DUMMY_KEY, "AWS_SECRET_ACCESS_KEY": DUMMY_KEY,
+                "PYTHONUNBUFFERED": "1", "PYTHONPATH": python_path(), **LOOPBACK})  # fmt: skip
     if region:
         env.update({"AWS_DEFAULT_REGION": region, "AWS_REGION": region})
     env.update(extra)

@@ -301,7 +301,8 @@ class TrainingRun:
             )
         )
         sites = requirements.site_packages(self.job_dir / "venv")
-        env["PYTHONPATH"] = os.pathsep.join(str(p) for p in (layout.code_dir, *sites) if p.exists())
+        env["PYTHONPATH"] = job_env.python_path(*(p for p in (layout.code_dir, *sites) if p.exists()))
+        env.update(job_env.LOOPBACK)
         env["PYTHONUNBUFFERED"] = "1"
         # The job's own AWS calls reach the emulator, as its role's calls would reach AWS.
         env.update({k: v for k, v in job_env.for_job(self.region).items() if k.startswith("AWS_")})

@@ -261,7 +261,6 @@ def rendezvous_environment(master_port: int) -> dict[str, str]:
     return {
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(master_port),
-        "NCCL_SOCKET_IFNAME": NETWORK_INTERFACE,
         "NCCL_IB_DISABLE": "1",
         "NCCL_DEBUG": "WARN",
     }

@@ -1,0 +1,1 @@
+"""The folder the emulator puts first on every job's PYTHONPATH (see sitecustomize)."""
