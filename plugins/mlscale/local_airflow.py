@@ -106,8 +106,11 @@ def main(port: int = 8080) -> int:
     database = state_dir(repo) / "postgres"
     started = False
     components = None
+    run_file = state_dir(repo) / "airflow" / RUN_FILE
+    claim_stack(run_file, database, config)  # refuses a running stack; ends what a killed one left
     try:
         started = control.ensure_up(config)  # a running emulator is reused, and left running
+        record_run(run_file, emulator_started=started)
         control.provision_edge_fleet(config)
         env = {**os.environ, **airflow_environment(repo, control.connection_uri(config)),
                "AIRFLOW__API__BASE_URL": url}  # fmt: skip
@@ -138,7 +141,45 @@ def main(port: int = 8080) -> int:
         local_database.stop(database)
         if started:
             control.down(config)
+        run_file.unlink(missing_ok=True)
 
 
 def _interrupt(*_) -> None:
     raise KeyboardInterrupt
+
+
+RUN_FILE = "mlscale-airflow.json"  # this stack's pid and start time, and whether it started the emulator
+
+
+def record_run(run_file: Path, emulator_started: bool) -> None:
+    from mlscale.emulator import sessions
+
+    run_file.parent.mkdir(parents=True, exist_ok=True)
+    run_file.write_text(json.dumps({"pid": os.getpid(), "started": sessions.start_time(os.getpid()),
+                                    "emulator_started": emulator_started}))  # fmt: skip
+
+
+def claim_stack(run_file: Path, database: Path, config) -> None:
+    """Before starting: refuse if another `mlscale airflow` runs on this state folder; if the last one was killed
+    (its run file outlived it), end its components, its PostgreSQL and the emulator it started, and say so."""
+    from mlscale import local_database
+    from mlscale.emulator import control, sessions
+
+    try:
+        previous = json.loads(run_file.read_text())
+    except (OSError, ValueError):
+        previous = None
+    if previous and previous.get("pid") != os.getpid() and previous.get("started") is not None and \
+            sessions.start_time(previous["pid"]) == previous["started"]:  # fmt: skip
+        raise RuntimeError(f"mlscale airflow already runs on {run_file.parent.parent} (pid {previous['pid']}): "
+                           f"stop it first (Ctrl-C in its terminal, or kill {previous['pid']})")  # fmt: skip
+    ended = sessions.end_leftovers(run_file.parent / "sessions")
+    if previous is None:
+        return
+    local_database.stop(database)
+    if previous.get("emulator_started"):
+        control.down(config)
+    print(f"A previous mlscale airflow (pid {previous['pid']}) was killed; stopped what it left: its PostgreSQL"
+          f"{', its emulator' if previous.get('emulator_started') else ''} and "
+          f"{len(ended)} Airflow processes{' (' + ', '.join(map(str, ended)) + ')' if ended else ''}.", flush=True)
+    run_file.unlink(missing_ok=True)

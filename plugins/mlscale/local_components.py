@@ -7,7 +7,9 @@
 - the scheduler with the fix for apache/airflow#72716 (mlscale.local_scheduler), so the stage triggers need
   not hold their first event;
 - each in its own session, so a Ctrl-C in the terminal reaches `mlscale airflow` only, which stops them in
-  order (SIGTERM, their graceful shutdown; SIGKILL for what is left after the grace period).
+  order (SIGTERM, their graceful shutdown; SIGKILL for what is left after the grace period);
+- each gets SIGTERM if `mlscale airflow` dies without stopping them (PR_SET_PDEATHSIG), and its session is
+  recorded, so that the next start ends whatever is still left (mlscale.emulator.sessions).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+from mlscale.emulator import sessions
 
 SIMPLE_AUTH_MANAGER = "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
 
@@ -36,6 +40,7 @@ class Components:
         self.env = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
                     "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0", "AIRFLOW__MLSCALE__POLL_INTERVAL": "2"}  # fmt: skip
         self.log_dir, self.port = log_dir, port
+        self.sessions_dir = log_dir / "sessions"  # what a killed `mlscale airflow` leaves, its next start ends
         self.processes: dict[str, subprocess.Popen] = {}
 
     def start(self) -> None:
@@ -44,7 +49,8 @@ class Components:
                 module = "mlscale.local_scheduler" if name == "scheduler" else "airflow"
                 self.processes[name] = subprocess.Popen([sys.executable, "-m", module, *args], env=self.env,
                                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                        start_new_session=True)  # fmt: skip
+                                                        start_new_session=True, preexec_fn=sessions.die_with_parent)  # fmt: skip
+            sessions.record(self.sessions_dir, self.processes[name].pid)
 
     def exited(self) -> str | None:
         """The first component that has exited, with its code; None while all run."""
@@ -75,3 +81,4 @@ class Components:
             except ProcessLookupError:
                 pass
             process.wait()
+            sessions.forget(self.sessions_dir, process.pid)

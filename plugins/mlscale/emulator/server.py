@@ -9,7 +9,7 @@ import sys
 import threading
 
 from mlscale.emulator import settings as emulator_settings
-from mlscale.emulator import guard, state, warm_up
+from mlscale.emulator import guard, sessions, state, warm_up
 from mlscale.emulator.executors import processes
 from mlscale.emulator.settings import EmulatorSettings
 
@@ -143,6 +143,9 @@ class EmulatorServer:
         self.settings.home.mkdir(parents=True, exist_ok=True)
         emulator_settings.activate(self.settings)
         processes.shutting_down.clear()
+        left = sessions.end_leftovers(self.settings.home / "sessions")
+        if left:  # the last server was killed before it could stop its jobs and model servers
+            log.warning("ended %d processes a killed emulator left running: %s", len(left), left)
         install_services()
         _install_reset(self.settings.home)
         restored = state.restore(self.settings.home)

@@ -9,6 +9,8 @@ import subprocess
 import threading
 import time
 
+from mlscale.emulator import sessions
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -69,12 +71,18 @@ def launch(command: list[str], *, cwd, env: dict[str, str], on_line, on_error_li
         text=True, errors="replace", start_new_session=True,
     )  # fmt: skip
     tail: deque[str] = deque(maxlen=stderr_tail_lines)
+    records = _sessions_folder()
+    if records is not None:  # a SIGKILLed emulator's next start ends what is left of this session
+        sessions.record(records, process.pid)
 
     def pump(stream, handler, keep):
         for line in stream:
             handler(line)
             if keep is not None and line.strip():
                 keep.append(line.rstrip("\n"))
+        if keep is None and records is not None:  # stdout closed: the process has ended or soon will
+            process.wait()
+            sessions.forget(records, process.pid)
 
     process.mlscale_pumps = []
     for stream, handler, keep in ((process.stdout, on_line, None), (process.stderr, on_error_line or on_line, tail)):
@@ -82,6 +90,16 @@ def launch(command: list[str], *, cwd, env: dict[str, str], on_line, on_error_li
         pump_thread.start()
         process.mlscale_pumps.append(pump_thread)
     return process, tail
+
+
+def _sessions_folder():
+    """Where the running server records its processes' sessions (None outside a server: a unit test)."""
+    from mlscale.emulator import settings
+
+    try:
+        return settings.current().home / "sessions"
+    except RuntimeError:
+        return None
 
 
 def settle(processes, seconds: float) -> None:
