@@ -116,3 +116,29 @@ def test_a_backtracking_metric_regex_does_not_stall_the_server(clients):
     job = wait_for_job(clients["sagemaker"], "evil-regex", timeout=60)
     assert job["TrainingJobStatus"] == "Completed" and time.monotonic() - started < 30
     assert {m["MetricName"]: m["Value"] for m in job.get("FinalMetricDataList", [])}.get("loss") == 0.5
+
+
+def test_instances_beyond_the_account_quota_are_refused_as_aws_refuses_them(clients, monkeypatch):
+    """SageMaker's "<type> for training job usage" quota, counted over the running jobs, before anything starts."""
+    source = upload_source(clients["s3"], {"train.py": "import time; time.sleep(60)"}, "code/rules/sleeps.tar.gz")
+    big = training_request("forty-p4d", source, instance_count=40)
+    big["ResourceConfig"]["InstanceType"] = "ml.p4d.24xlarge"
+    with pytest.raises(ClientError) as error:
+        clients["sagemaker"].create_training_job(**big)
+    assert error.value.response["Error"]["Code"] == "ResourceLimitExceeded"
+    assert error.value.response["Error"]["Message"].startswith(
+        "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 20 Instances, with current "
+        "utilization of 0 Instances and a request delta of 40 Instances.")  # fmt: skip
+    names = [j["TrainingJobName"] for j in clients["sagemaker"].list_training_jobs(MaxResults=100)["TrainingJobSummaries"]]
+    assert "forty-p4d" not in names
+
+    first = training_request("holds-quota", source, instance_count=2)
+    first["ResourceConfig"]["InstanceType"] = "ml.c5.4xlarge"
+    clients["sagemaker"].create_training_job(**first)
+    try:
+        second = training_request("over-quota", source, instance_count=19)
+        second["ResourceConfig"]["InstanceType"] = "ml.c5.4xlarge"
+        with pytest.raises(ClientError, match="current utilization of 2 Instances and a request delta of 19"):
+            clients["sagemaker"].create_training_job(**second)
+    finally:
+        clients["sagemaker"].stop_training_job(TrainingJobName="holds-quota")

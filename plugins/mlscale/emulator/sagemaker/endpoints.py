@@ -19,6 +19,7 @@ from moto.sagemakerruntime import responses as runtime_responses
 
 from mlscale.emulator.executors.deployment import Router, plan_from, shift_traffic
 from mlscale.emulator.executors.endpoint import Fleet, ModelError, TransformFailed
+from mlscale.emulator.sagemaker import quotas
 from mlscale.emulator.state import INTERRUPTED, backends_of
 from mlscale.emulator.transitions import ENDPOINT, Status, arm
 
@@ -73,7 +74,12 @@ def _serve(backend, endpoint) -> None:
 
 
 def _response_create_endpoint(self) -> ActionResult:
-    result = _moto_create_endpoint(self)
+    backend = self.sagemaker_backend
+    config = backend.endpoint_configs.get(self._get_param("EndpointConfigName"))
+    with quotas.lock:
+        if config is not None:  # moto answers a missing config itself
+            quotas.check_endpoint(config.production_variants, backend.endpoints, backend.endpoint_configs)
+        result = _moto_create_endpoint(self)
     _serve(self.sagemaker_backend, self.sagemaker_backend.endpoints[self._get_param("EndpointName")])
     return result
 
@@ -87,6 +93,7 @@ def _response_update_endpoint(self) -> ActionResult:
     if endpoint.endpoint_status != "InService":
         raise ValidationError(f"Cannot update in-progress endpoint \"{name}\" (status {endpoint.endpoint_status}).")
     config = backend.describe_endpoint_config(config_name)
+    quotas.check_endpoint(config["ProductionVariants"], backend.endpoints, backend.endpoint_configs)  # blue runs on
     deployment = self._get_param("DeploymentConfig")
     endpoint.endpoint_status = "Updating"
     region = self.region

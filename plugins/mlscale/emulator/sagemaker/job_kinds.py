@@ -19,6 +19,7 @@ from moto.sagemaker import models as sm_models
 from moto.sagemaker import responses as sm_responses
 from moto.sagemaker.exceptions import ValidationError
 
+from mlscale.emulator.sagemaker import quotas
 from mlscale.emulator.state import INTERRUPTED, backends_of
 
 
@@ -65,8 +66,11 @@ class JobKindPatch:
             patch.runs[patch._jobs(backend)[name].arn].stop()
 
         def response_create(response) -> ActionResult:
-            patch.check(response._get_params())
-            result = moto_response_create(response)
+            params = response._get_params()
+            patch.check(params)
+            with quotas.lock:  # the instances counted are held once the job exists
+                quotas.check_job(patch.kind, params, patch._jobs(response.sagemaker_backend))
+                result = moto_response_create(response)
             job = patch._jobs(response.sagemaker_backend)[response._get_param(patch.name_key)]
             patch.keep(job, response)
             run = patch.run_class(job, region=response.region)
