@@ -44,12 +44,13 @@ class Components:
         self.processes: dict[str, subprocess.Popen] = {}
 
     def start(self) -> None:
+        dies_with_parent = sessions.dies_with_parent()
         for name, args in commands(self.port).items():
             with open(self.log_dir / f"{name}.log", "ab") as log:
                 module = "mlscale.local_scheduler" if name == "scheduler" else "airflow"
                 self.processes[name] = subprocess.Popen([sys.executable, "-m", module, *args], env=self.env,
                                                         stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                        start_new_session=True, preexec_fn=sessions.die_with_parent)  # fmt: skip
+                                                        start_new_session=True, preexec_fn=dies_with_parent)  # fmt: skip
             sessions.record(self.sessions_dir, self.processes[name].pid)
 
     def exited(self) -> str | None:

@@ -90,7 +90,7 @@ def test_a_component_dies_with_the_stack_that_started_it(tmp_path):
         "import subprocess, sys, time\n"
         "from mlscale.emulator import sessions\n"
         "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True,"
-        " preexec_fn=sessions.die_with_parent)\n"
+        " preexec_fn=sessions.dies_with_parent())\n"
         f"open({str(tmp_path / 'child')!r}, 'w').write(str(child.pid))\n"
         "time.sleep(600)\n")])  # fmt: skip
     wait_until(lambda: (tmp_path / "child").exists() and (tmp_path / "child").read_text(), what="the child")

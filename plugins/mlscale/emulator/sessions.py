@@ -98,12 +98,16 @@ def _signal(pids: list[int], sig: int) -> None:
             os.kill(pid, sig)
 
 
-def die_with_parent() -> None:
-    """For Popen(preexec_fn=...): the child gets SIGTERM when the thread that started it dies (Linux's
-    PR_SET_PDEATHSIG, https://man7.org/linux/man-pages/man2/prctl.2.html). Only for children started from
-    a thread that lives as long as its process: the main thread."""
+def dies_with_parent():
+    """A Popen `preexec_fn`: the child gets SIGTERM when the thread that started it dies (Linux's
+    PR_SET_PDEATHSIG, https://man7.org/linux/man-pages/man2/prctl.2.html); None where there is no prctl.
+    Only for children started from a thread that lives as long as its process: the main thread. `prctl` is
+    looked up here, in the parent: the child, between fork and exec, only calls it."""
     import ctypes
 
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+    return lambda: prctl(pr_set_pdeathsig, sigterm)
