@@ -52,8 +52,13 @@ def run_conf(text: str) -> dict:
         raise ValueError(f"the params must be a JSON object of param: value, not {type(conf).__name__}")
     form = pipeline_form("mlscale")
     for name, value in conf.items():
+        if name == "records_per_day":  # the demo's own: how much raw data its producer writes a day
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"records_per_day must be a whole number of records, 1 or more, not {value!r}")
+            continue
         if name not in form:
-            raise ValueError(f"unknown param {name!r}; the pipeline's params: {', '.join(form)}")
+            raise ValueError(f"unknown param {name!r}; the pipeline's params (and the demo's records_per_day): "
+                             f"{', '.join(form)}")  # fmt: skip
         try:
             form[name].resolve(value)
         except ParamValidationError as error:

@@ -12,6 +12,7 @@ import torch
 from botocore.exceptions import ClientError
 
 from tests.conftest import model_tar, training_request, traced_model, upload_source, wait_for_job
+from tests.emulator.test_fsx import settle
 
 pytestmark = pytest.mark.emulator
 SUBNET = "subnet-0123456789abcdef0"
@@ -37,15 +38,6 @@ def outside(emulator):
     before = escaped()
     yield parent
     assert escaped() == before, "a request wrote outside the emulator's home"
-
-
-def settle(describe, key="Lifecycle", done=("AVAILABLE", "SUCCEEDED", "FAILED", "CANCELED")):
-    for _ in range(200):
-        item = describe()
-        if item[key] in done:
-            return item
-        time.sleep(0.1)
-    raise TimeoutError(item)
 
 
 def refused(call, code="ValidationException", **request) -> str:

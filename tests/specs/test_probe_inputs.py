@@ -94,6 +94,7 @@ def test_the_fsx_stage_refuses_an_enabled_flag_that_is_not_a_boolean():
     ('{"epoch": 3}', "unknown param 'epoch'"),
     ('{"instance_count": true}', "param 'instance_count': True is not of type 'integer'"),
     ('{"database": "raw\\n"}', "param 'database':"),
+    ('{"records_per_day": 0}', "records_per_day must be a whole number of records"),
 ])  # fmt: skip
 def test_mlscale_demo_says_what_is_wrong_with_its_params_in_one_line(conf, said, capsys):
     from mlscale.demo import main
