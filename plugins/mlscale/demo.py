@@ -71,6 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; argv may hold one JSON object of DAG params (the trigger form's values)."""
     from mlscale.emulator import control
 
+    repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
+    config = emulator_settings(repo)
+    env = {**os.environ, **airflow_environment(repo, control.connection_uri(config))}
+    # dag.test() runs the whole DAG in this one process: SQLite is enough (`mlscale airflow`'s PostgreSQL,
+    # named in the shared home's airflow.cfg, need not run)
+    env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{env['AIRFLOW_HOME']}/airflow.db"
+    # before anything imports Airflow (the params check does): it reads its configuration once
+    os.environ.update(env)
+    # dag.test() resumes a deferred task in this process: the scheduler race the triggers wait out
+    # (mlscale.triggers) cannot happen, so their first event need not be held
+    os.environ["AIRFLOW__MLSCALE__FIRST_EVENT_DELAY"] = "0"
     try:
         conf = run_conf(argv[0]) if argv else {}
     except ValueError as error:
@@ -80,22 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         print("mlscale demo: gate_mode=manual needs a person and Airflow's scheduler: trigger the run in "
               "`mlscale airflow` instead (its approve task waits on the Required Actions page)", file=sys.stderr)
         return 2
-    repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
-    config = emulator_settings(repo)
     started = time.monotonic()
     emulator_started = control.ensure_up(config)  # a running emulator (`mlscale airflow`'s) is reused, left running
     try:
         control.provision_edge_fleet(config)  # the simulated Greengrass core devices the DAG deploys to
-        env = {**os.environ, **airflow_environment(repo, control.connection_uri(config))}
-        # dag.test() runs the whole DAG in this one process: SQLite is enough (`mlscale airflow`'s PostgreSQL,
-        # named in the shared home's airflow.cfg, need not run)
-        env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{env['AIRFLOW_HOME']}/airflow.db"
         subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
-        os.environ.update(env)
-        # dag.test() resumes a deferred task in this process: the scheduler race the triggers wait out
-        # (mlscale.triggers) cannot happen, so their first event need not be held
-        os.environ["AIRFLOW__MLSCALE__FIRST_EVENT_DELAY"] = "0"
         ensure_training_pool()
         # the producer loads the week the pipeline run trains on; no arrival notice: this run is started here
         producer = {"days": 7, "announce": False, "records_per_day": conf.pop("records_per_day", DEMO_RECORDS_PER_DAY)}

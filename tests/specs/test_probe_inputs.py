@@ -96,9 +96,24 @@ def test_the_fsx_stage_refuses_an_enabled_flag_that_is_not_a_boolean():
     ('{"database": "raw\\n"}', "param 'database':"),
     ('{"records_per_day": 0}', "records_per_day must be a whole number of records"),
 ])  # fmt: skip
-def test_mlscale_demo_says_what_is_wrong_with_its_params_in_one_line(conf, said, capsys):
-    from mlscale.demo import main
+def test_mlscale_demos_params_are_checked_naming_what_is_wrong(conf, said):
+    from mlscale.demo import run_conf
 
-    assert main([conf]) == 2
-    err = capsys.readouterr().err
-    assert said in err and err.count("\n") == 1 and "Traceback" not in err
+    with pytest.raises(ValueError, match=None) as error:
+        run_conf(conf)
+    assert said in str(error.value) and "\n" not in str(error.value)
+
+
+def test_mlscale_demo_says_it_in_one_line_before_it_starts_anything(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_REPO": str(REPO)}
+    env.pop("AIRFLOW_HOME", None)
+    done = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", '{"epoch": 3}'], env=env,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and done.stderr.startswith("mlscale demo: unknown param 'epoch'")
+    assert done.stderr.count("\n") == 1 and not (tmp_path / "emulator").exists()
