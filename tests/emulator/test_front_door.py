@@ -49,6 +49,17 @@ def test_a_page_script_cannot_create_a_job(emulator, clients):
     assert "from-a-web-page" not in names
 
 
+def test_a_cross_site_get_without_origin_is_refused(emulator, clients):
+    """An <img src> of another site's page sends no Origin; the browser still says it is cross-site."""
+    clients["s3"].put_object(Bucket="mlscale-test", Key="front-door/object", Body=b"x")
+    url = f"{emulator.endpoint_url}/mlscale-test/front-door/object"
+    status, _, body = send(url, method="GET", body=None, headers={"Sec-Fetch-Site": "cross-site",
+                                                                   "Sec-Fetch-Mode": "no-cors"})  # fmt: skip
+    assert status == 403 and b"on another site's behalf" in body
+    _, _, body = send(url, method="GET", body=None)  # no fetch metadata: moto decides (anonymous: its own 403)
+    assert b"on another site's behalf" not in body
+
+
 def test_dns_rebinding_is_refused_by_host(emulator):
     """A page whose name now resolves to 127.0.0.1 still sends its own name as Host."""
     status, headers, body = send(emulator.endpoint_url + "/", body=b"{}", headers={

@@ -2,7 +2,7 @@
 
 The emulator runs code it is sent, with no authentication, so a web page must not reach it: AWS SDKs and
 the CLI never send an Origin header or need CORS, and a browser always sends Origin on a cross-site POST
-and on every preflight. A page that rebinds its own DNS name to 127.0.0.1 still sends its name as Host, so
+and on every preflight, and Sec-Fetch-Site on a cross-site GET (https://www.w3.org/TR/fetch-metadata/). A page that rebinds its own DNS name to 127.0.0.1 still sends its name as Host, so
 Host must name the emulator's own address (https://en.wikipedia.org/wiki/DNS_rebinding).
 
 moto answers a body it cannot parse, or a bug of its own, with a 500 HTML page that no SDK can read. AWS
@@ -37,6 +37,9 @@ class Guard:
             return _refuse(start_response, f"requests from a browser origin ({origin!r}) are refused: the emulator "
                            "answers AWS SDKs and the CLI, which send none (allow one with "
                            "MLSCALE_EMULATOR_ALLOWED_ORIGINS)")  # fmt: skip
+        if origin is None and environ.get("HTTP_SEC_FETCH_SITE") in ("cross-site", "same-site"):
+            # a page's <img> or <script> GET carries no Origin, but every current browser says where it came from
+            return _refuse(start_response, "requests a browser sends on another site's behalf are refused")
         host = environ.get("HTTP_HOST", "")
         if not self._own_host(host):
             return _refuse(start_response, f"Host {host!r} is not this emulator's address (port {self.port} of "
