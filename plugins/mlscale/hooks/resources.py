@@ -14,6 +14,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from mlscale.hooks import errors
+
 Client = Any  # a boto3 client of the kind's service
 
 
@@ -42,12 +44,8 @@ class ResourceKind:
         try:
             return self.describe(client, resource_id)
         except ClientError as error:
-            info = error.response.get("Error", {})
-            # SageMaker jobs and endpoints answer ValidationException "Could not find ..."
-            if info.get("Code") in self.not_found_codes or (
-                info.get("Code") in ("ValidationException", "ValidationError")
-                and "find" in info.get("Message", "").lower()
-            ):
+            # SageMaker jobs and endpoints answer ValidationException ("Could not find ..."): mlscale.hooks.errors
+            if errors.not_found(error, (*self.not_found_codes, "ValidationException", "ValidationError")):
                 return None
             raise
 

@@ -10,6 +10,7 @@ from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
+from mlscale.hooks import errors
 from mlscale.hooks.resources import ENDPOINT
 from mlscale.links import EndpointLink
 from mlscale.operators.stage import StageOperator, Wait
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 VARIANT = "AllTraffic"
+BUSY = ("Creating", "Updating", "SystemUpdating", "RollingBack")  # another change is under way: wait for it
 
 
 class SageMakerEndpointDeployOperator(StageOperator):
@@ -112,9 +114,12 @@ class SageMakerEndpointDeployOperator(StageOperator):
             sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name,
                                       DeploymentConfig=spec.deployment_config())  # fmt: skip
         except ClientError as error:  # another run's update began since we looked: wait for it, then decide again
-            if "in-progress" not in str(error) and "Cannot update" not in str(error):
+            if errors.code(error) != "ValidationException":
                 raise
-            self.log.info("Endpoint %s is being updated by someone else: %s", spec.endpoint_name, error)
+            status = sagemaker.describe_endpoint(EndpointName=spec.endpoint_name)["EndpointStatus"]
+            if status not in BUSY:  # decided by the endpoint's state: the refusal's words are not an API
+                raise
+            self.log.info("Endpoint %s is %s (someone else's change): %s", spec.endpoint_name, status, error)
             return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False, recheck=True)
         return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False)
 
@@ -130,17 +135,13 @@ class SageMakerEndpointDeployOperator(StageOperator):
 
     def _ensure_model(self, name: str) -> None:
         sagemaker = self.hook.conn
-        try:
-            sagemaker.describe_model(ModelName=name)
-        except sagemaker.exceptions.ClientError:
+        if errors.describe_or_none(sagemaker.describe_model, ModelName=name) is None:
             sagemaker.create_model(ModelName=name, ExecutionRoleArn=self.spec.role_arn,
                                    PrimaryContainer={"Image": self.spec.image_uri, "ModelDataUrl": self.spec.model_artifact})  # fmt: skip
 
     def _ensure_config(self, name: str, model_name: str) -> None:
         sagemaker = self.hook.conn
-        try:
-            sagemaker.describe_endpoint_config(EndpointConfigName=name)
-        except sagemaker.exceptions.ClientError:
+        if errors.describe_or_none(sagemaker.describe_endpoint_config, EndpointConfigName=name) is None:
             tags = [{"Key": MODEL_VERSION_TAG, "Value": self.spec.model_version}] if self.spec.model_version else []
             sagemaker.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[{
                 "VariantName": VARIANT, "ModelName": model_name, "InstanceType": self.spec.instance_type,

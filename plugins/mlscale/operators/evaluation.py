@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from botocore.exceptions import ClientError
+
+from mlscale.hooks import errors
 from mlscale.hooks.resources import TRANSFORM
 from mlscale.links import TransformJobLink
 from mlscale.operators.caching import CacheParts
@@ -53,10 +56,10 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
         arn = entry["result"].get("model_package_arn")
         if why_not or not arn:
             return why_not
-        try:
-            status = self.hook.conn.describe_model_package(ModelPackageName=arn)["ModelApprovalStatus"]
-        except self.hook.conn.exceptions.ClientError:
+        package = errors.describe_or_none(self.hook.conn.describe_model_package, ModelPackageName=arn)
+        if package is None:
             return f"its model package {arn} is gone"
+        status = package["ModelApprovalStatus"]
         recorded = entry["result"].get("decision")
         return None if status == recorded else f"its model package is now {status}, not {recorded}"
 
@@ -73,9 +76,7 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
 
     def _create_job(self, job_name: str, region: str) -> None:
         sagemaker = self.hook.conn
-        try:
-            sagemaker.describe_model(ModelName=job_name)
-        except sagemaker.exceptions.ClientError:
+        if errors.describe_or_none(sagemaker.describe_model, ModelName=job_name) is None:
             sagemaker.create_model(ModelName=job_name, ExecutionRoleArn=self.spec.role_arn, PrimaryContainer={
                 "Image": self.spec.image_uri, "ModelDataUrl": self.spec.model_artifact,
                 "Environment": dict(self.spec.environment)})  # fmt: skip
@@ -133,8 +134,10 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
             packages = sagemaker.list_model_packages(ModelPackageGroupName=self.spec.model_package_group,
                                                      ModelApprovalStatus="Approved", SortBy="CreationTime",
                                                      SortOrder="Descending")["ModelPackageSummaryList"]  # fmt: skip
-        except sagemaker.exceptions.ClientError:
-            return None, None
+        except ClientError as error:  # no group yet: no champion; a throttle must not approve without one
+            if errors.not_found(error):
+                return None, None
+            raise
         for summary in packages:
             package = sagemaker.describe_model_package(ModelPackageName=summary["ModelPackageArn"])
             uri = package.get("ModelMetrics", {}).get("ModelQuality", {}).get("Statistics", {}).get("S3Uri")
@@ -150,12 +153,13 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
     def _register(self, evaluation_uri: str, status: str, description: dict) -> str:
         sagemaker = self.hook.conn
         group = self.spec.model_package_group
-        try:
-            sagemaker.create_model_package_group(ModelPackageGroupName=group,
-                                                 ModelPackageGroupDescription="mlscale models")  # fmt: skip
-        except sagemaker.exceptions.ClientError as error:
-            if "already exists" not in str(error).lower():
-                raise
+        if errors.describe_or_none(sagemaker.describe_model_package_group, ModelPackageGroupName=group) is None:
+            try:
+                sagemaker.create_model_package_group(ModelPackageGroupName=group,
+                                                     ModelPackageGroupDescription="mlscale models")  # fmt: skip
+            except ClientError:  # another run made it since we looked: fine if it exists now
+                if errors.describe_or_none(sagemaker.describe_model_package_group, ModelPackageGroupName=group) is None:
+                    raise
         existing = sagemaker.list_model_packages(ModelPackageGroupName=group)["ModelPackageSummaryList"]
         for summary in existing:  # a retried task registers once
             package = sagemaker.describe_model_package(ModelPackageName=summary["ModelPackageArn"])
