@@ -209,3 +209,20 @@ def test_etl_query_reuses_its_data_until_a_raw_object_changes(emulator, clients,
                               CopySource={"Bucket": "mlscale-test", "Key": "cache-raw/dt=2026-10-05/part-0.parquet"})
     changed = run("run-4")
     assert changed["cache"]["hit"] is False and changed["data_prefix"].endswith("/run-4/")
+
+
+def test_a_retried_etl_try_finds_its_runs_query_and_keeps_its_data(emulator, clients):
+    """Athena's ClientRequestToken: a second try of the same task run starts no second query and deletes nothing."""
+    target = "s3://mlscale-test/retry-etl/run-1/"
+
+    def attempt() -> dict:
+        spec = AthenaEtlSpec(query=f"UNLOAD (SELECT 1 AS one) TO '{target}' WITH (format = 'PARQUET')",
+                             database="default", data_prefix=target,
+                             output_location="s3://mlscale-test/athena-results/")  # fmt: skip
+        op = AthenaEtlOperator(task_id="etl-retry", spec=spec, poll_interval=0.2, deferrable=False)
+        return op.execute({"ti": FakeTI("etl-retry", run_id="retry-1")})
+
+    first, again = attempt(), attempt()
+    assert again["query_execution_id"] == first["query_execution_id"] and again["objects"] == first["objects"] >= 1
+    listed = clients["s3"].list_objects_v2(Bucket="mlscale-test", Prefix="retry-etl/run-1.attempts/")
+    assert [o["Key"] for o in listed["Contents"]] == ["retry-etl/run-1.attempts/1"]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.athena import AthenaHook
 
 from mlscale.hooks.resources import ATHENA_QUERY
+from mlscale.operators.athena_query import start_or_reattach
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.etl import AthenaEtlSpec
@@ -20,10 +21,37 @@ class AthenaEtlOperator(StageOperator):
 
     What the provider's AthenaOperator does (StartQueryExecution, a deferred wait, StopQueryExecution on
     kill), on the stage model, so ETL has a fingerprint and can be cached: the query text with its own
-    `data_prefix` left out, the database, and the objects of the prefixes it reads (`inputs`). Each new
-    query first empties `data_prefix` (an UNLOAD needs an empty location; a failed try may have left files).
+    `data_prefix` left out, the database, and the objects of the prefixes it reads (`inputs`). The query is
+    started once per task run (mlscale.operators.athena_query): a retried try reattaches to it. Each attempt
+    is recorded as an empty object `<data_prefix>.attempts/<n>` before it starts, so a try knows the newest
+    attempt of its run; what a FAILED or CANCELLED attempt left under `data_prefix` is removed before the
+    next one starts (an UNLOAD needs an empty location), never while a query of the run may still write there.
     XCom: query_execution_id, data_prefix, objects, bytes, data_scanned_bytes.
     """
+
+    def _attempts_location(self) -> tuple[str, str]:
+        bucket, prefix = self.s3_hook().parse_s3_url(self.spec.data_prefix)
+        return bucket, prefix.rstrip("/") + ".attempts/"
+
+    def _attempts_started(self) -> int:
+        bucket, prefix = self._attempts_location()
+        keys = self.s3_hook().list_keys(bucket_name=bucket, prefix=prefix) or []
+        return max((int(k.rsplit("/", 1)[-1]) for k in keys if k.rsplit("/", 1)[-1].isdigit()), default=0)
+
+    def _mark_attempt(self, attempt: int) -> None:
+        bucket, prefix = self._attempts_location()
+        self.s3_hook().load_bytes(b"", key=f"{prefix}{attempt}", bucket_name=bucket, replace=True)
+
+    def _next_attempt(self, ended_query_id: str, attempt: int) -> None:
+        """Every attempt of this run so far has ended: remove what they left, then record the next one."""
+        s3 = self.s3_hook()
+        bucket, prefix = s3.parse_s3_url(self.spec.data_prefix)
+        left = s3.list_keys(bucket_name=bucket, prefix=prefix)
+        if left:
+            s3.delete_objects(bucket=bucket, keys=left)
+            self.log.info("Deleted %d object(s) query %s left under %s", len(left), ended_query_id,
+                          self.spec.data_prefix)  # fmt: skip
+        self._mark_attempt(attempt)
 
     aws_hook_class = AthenaHook
     template_ext = (".sql",)
@@ -61,15 +89,16 @@ class AthenaEtlOperator(StageOperator):
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         if settled is None:
-            s3 = self.s3_hook()
-            bucket, prefix = s3.parse_s3_url(self.spec.data_prefix)
-            left = s3.list_keys(bucket_name=bucket, prefix=prefix)
-            if left:
-                s3.delete_objects(bucket=bucket, keys=left)
-                self.log.info("Deleted %d object(s) an earlier try left under %s", len(left), self.spec.data_prefix)
-            query_id = self.hook.conn.start_query_execution(**self.spec.request())["QueryExecutionId"]
-            self.log.info("Started Athena query %s writing %s", query_id, self.spec.data_prefix)
-            return Wait(ATHENA_QUERY, query_id)
+            started = self._attempts_started()
+            if not started:
+                self._mark_attempt(1)
+            query_id, query = start_or_reattach(self.hook.conn, self.spec.request(), context, "etl", self.log,
+                                                first_attempt=max(1, started), before_next_attempt=self._next_attempt)  # fmt: skip
+            if not ATHENA_QUERY.settled(query):
+                self.log.info("Athena query %s (%s) writes %s", query_id, ATHENA_QUERY.status(query),
+                              self.spec.data_prefix)  # fmt: skip
+                return Wait(ATHENA_QUERY, query_id)
+            settled = {"resource_id": query_id}  # a try before this one saw it through
         query = ATHENA_QUERY.describe(self.hook.conn, settled["resource_id"])
         bucket, _, prefix = self.spec.data_prefix.removeprefix("s3://").partition("/")
         pages = self.s3_hook().get_conn().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)

@@ -10,6 +10,7 @@ from airflow.sdk.exceptions import AirflowException
 
 from mlscale.hooks.resources import ATHENA_QUERY
 from mlscale.naming import run_slug
+from mlscale.operators.athena_query import start_or_reattach
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.quality import QualitySpec
 
@@ -41,12 +42,13 @@ class DataQualityOperator(StageOperator):
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         spec = self.spec
-        if settled is None:
-            query_id = self.hook.conn.start_query_execution(
-                QueryString=spec.aggregate_query(), QueryExecutionContext={"Database": spec.database},
-                ResultConfiguration={"OutputLocation": spec.output_location}, WorkGroup=spec.workgroup,
-            )["QueryExecutionId"]  # fmt: skip
-            return Wait(ATHENA_QUERY, query_id)
+        if settled is None:  # once per task run: a retried try reattaches (mlscale.operators.athena_query)
+            request = {"QueryString": spec.aggregate_query(), "QueryExecutionContext": {"Database": spec.database},
+                       "ResultConfiguration": {"OutputLocation": spec.output_location}, "WorkGroup": spec.workgroup}  # fmt: skip
+            query_id, query = start_or_reattach(self.hook.conn, request, context, "quality", self.log)
+            if not ATHENA_QUERY.settled(query):
+                return Wait(ATHENA_QUERY, query_id)
+            settled = {"resource_id": query_id}
         return self._judge(context, self._first_row(settled["resource_id"]))
 
     def _first_row(self, query_id: str) -> dict[str, str]:

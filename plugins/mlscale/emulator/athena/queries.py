@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 from moto.athena import models as athena_models
 from moto.athena import responses as athena_responses
@@ -24,6 +25,24 @@ def _start_query_execution(self, query: str, context, config, workgroup, executi
     execution.engine_millis = 0
     QueryRun(execution, region=self.region_name).start()
     return execution_id
+
+
+def _response_start_query_execution(self):
+    """StartQueryExecution is idempotent on its ClientRequestToken: the same token answers the query it started,
+    and starts no other (https://docs.aws.amazon.com/athena/latest/APIReference/API_StartQueryExecution.html)."""
+    token = self._get_param("ClientRequestToken")
+    backend = self.athena_backend
+    with _tokens_lock:
+        tokens = backend.__dict__.setdefault("mlscale_tokens", {})  # kept with the backend: a restart keeps it
+        if token and tokens.get(token) in backend.executions:
+            if backend.executions[tokens[token]].query != self._get_param("QueryString"):
+                return self.error("The ClientRequestToken was used before with a different QueryString; a token "
+                                  "starts one query only", 400)  # fmt: skip
+            return json.dumps({"QueryExecutionId": tokens[token]})
+        answer = _moto_response_start(self)
+        if token and isinstance(answer, str):
+            tokens[token] = json.loads(answer)["QueryExecutionId"]
+        return answer
 
 
 def _get_query_execution(self, exec_id: str):
@@ -95,10 +114,13 @@ def recover() -> None:
 
 
 _moto_start = athena_models.AthenaBackend.start_query_execution
+_moto_response_start = athena_responses.AthenaResponse.start_query_execution
+_tokens_lock = threading.Lock()
 
 
 def install() -> None:
     athena_models.AthenaBackend.start_query_execution = _start_query_execution
+    athena_responses.AthenaResponse.start_query_execution = _response_start_query_execution
     athena_models.AthenaBackend.get_query_execution = _get_query_execution
     athena_responses.AthenaResponse.get_query_execution = _response_get_query_execution
     athena_responses.AthenaResponse.get_query_results = _response_get_query_results
