@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 
 from mlscale.settings import SettingError
@@ -22,6 +23,8 @@ def main(argv: list[str] | None = None) -> int:
                                "arrivals: the SQS queue and S3 notification that start the pipeline on new data")
     emulator.add_argument("--port", type=int, help="default 5055 (MLSCALE_EMULATOR_PORT)")
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
+    emulator.add_argument("--no-limits", action="store_true",
+                          help="answer every request: no AWS request-rate limits (MLSCALE_EMULATOR_LIMITS=off)")
     demo_parser = sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
     demo_parser.add_argument("conf", nargs="?", help='DAG params as JSON, e.g. \'{"storage": "fsx_lustre"}\'')
     airflow_parser = sub.add_parser("airflow", help="Airflow (scheduler, triggerer, dag processor, API server on PostgreSQL) with mlscale, against the emulator")
@@ -48,6 +51,8 @@ def _run(args: argparse.Namespace) -> int:
     from mlscale.emulator.settings import EmulatorSettings
 
     config = EmulatorSettings.from_env(port=args.port, home=args.home)
+    if args.no_limits:  # the server reads it (up passes MLSCALE_EMULATOR_* on)
+        os.environ["MLSCALE_EMULATOR_LIMITS"] = "off"
     if args.action == "serve":
         from mlscale.emulator.server import EmulatorServer
 

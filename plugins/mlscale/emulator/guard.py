@@ -48,7 +48,7 @@ class Guard:
             return _preflight(start_response, origin)
         problem = malformed_body(environ)
         if problem:
-            return _error(start_response, environ, 400, "SerializationException", problem)
+            return error_response(start_response, environ, 400, "SerializationException", problem)
         return self._call(environ, start_response, origin)
 
     def _own_host(self, host: str) -> bool:
@@ -75,15 +75,15 @@ class Guard:
             body = self.app(environ, keep)
         except Exception as error:  # noqa: BLE001 - moto's own bug: the caller still gets AWS's shape
             log.exception("the emulator failed a request")
-            return _error(start_response, environ, 500, "InternalFailure", f"the emulator failed: {error!r}")
+            return error_response(start_response, environ, 500, "InternalFailure", f"the emulator failed: {error!r}")
         status = held.get("status", "")
         if _html_error(status, held.get("headers", [])):
             if hasattr(body, "close"):
                 body.close()
             if status.startswith(("404", "405")):
-                return _error(start_response, environ, 404, "UnknownOperationException",
+                return error_response(start_response, environ, 404, "UnknownOperationException",
                               f"no operation answers {environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}")  # fmt: skip
-            return _error(start_response, environ, 500, "InternalFailure",
+            return error_response(start_response, environ, 500, "InternalFailure",
                           "the emulator could not process the request (moto answered an internal error)")  # fmt: skip
         return body
 
@@ -139,10 +139,12 @@ def _protocol(environ: dict) -> str:
     return "rest-xml"
 
 
-def _error(start_response, environ: dict, status: int, code: str, message: str) -> list[bytes]:
+def error_response(start_response, environ: dict, status: int, code: str, message: str) -> list[bytes]:
+    """An error in the protocol's own shape: JSON with __type, query XML, or S3's XML."""
     from xml.sax.saxutils import escape
 
-    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 500: "Internal Server Error"}[status]
+    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
+              500: "Internal Server Error", 503: "Slow Down"}[status]  # fmt: skip
     kind = _protocol(environ)
     if kind == "json":
         body = json.dumps({"__type": code, "message": message}).encode()

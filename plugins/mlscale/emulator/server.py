@@ -9,7 +9,7 @@ import sys
 import threading
 
 from mlscale.emulator import settings as emulator_settings
-from mlscale.emulator import guard, sessions, state, warm_up
+from mlscale.emulator import guard, limits, sessions, state, warm_up
 from mlscale.emulator.executors import processes
 from mlscale.emulator.settings import EmulatorSettings
 
@@ -106,7 +106,8 @@ def _install_reset(home) -> None:
 
 
 def _guarded_moto_server(config: EmulatorSettings):
-    """moto's threaded server with no CORS of its own, behind the emulator's Guard (mlscale.emulator.guard)."""
+    """moto's threaded server with no CORS of its own, behind AWS's request-rate limits (mlscale.emulator.limits)
+    and the emulator's Guard (mlscale.emulator.guard)."""
     from moto.moto_server import werkzeug_app
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from werkzeug.serving import make_server
@@ -116,8 +117,9 @@ def _guarded_moto_server(config: EmulatorSettings):
     class GuardedMotoServer(ThreadedMotoServer):
         def _server_entry(self) -> None:
             # the port is known only once bound (0 asks for any free one): the Guard learns it then
-            app = guard.Guard(werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app),
-                              port=config.port, hosts=(config.host, *config.allowed_hosts),
+            moto = werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app)
+            throttled = limits.Throttle(moto, limits.configured(), guard.error_response)
+            app = guard.Guard(throttled, port=config.port, hosts=(config.host, *config.allowed_hosts),
                               origins=config.allowed_origins)  # fmt: skip
             self._server = make_server(self._ip_address, self._port, app, True,
                                        request_handler=werkzeug_app.MotoRequestHandler)  # fmt: skip

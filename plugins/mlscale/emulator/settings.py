@@ -72,6 +72,8 @@ def aws_client(service: str, region: str = "us-east-1"):
     import boto3
     from botocore.config import Config
 
+    from mlscale.emulator.limits import EXECUTOR_AGENT
+
     endpoint = current().endpoint_url
     key = (service, region, endpoint)
     with _clients_lock:
@@ -79,5 +81,6 @@ def aws_client(service: str, region: str = "us-east-1"):
             # several jobs' transfers share a client: room for their connections (s3transfer uses 10 each)
             _clients[key] = boto3.session.Session().client(
                 service, region_name=region, endpoint_url=endpoint, aws_access_key_id="testing",
-                aws_secret_access_key="testing", config=Config(max_pool_connections=50))  # fmt: skip
+                aws_secret_access_key="testing",  # its own work: not counted against the account's rates
+                config=Config(max_pool_connections=50, user_agent_extra=EXECUTOR_AGENT))  # fmt: skip
         return _clients[key]
