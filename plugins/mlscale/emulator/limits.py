@@ -22,6 +22,7 @@ Figures, per account and region (requests per second, burst):
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import threading
@@ -43,6 +44,7 @@ RATES: dict[str, tuple[float, float]] = {
 THROTTLED = {"athena": (400, "TooManyRequestsException"), "batch": (429, "TooManyRequestsException"),
              "s3": (503, "SlowDown")}  # fmt: skip
 DEFAULT_THROTTLED = (400, "ThrottlingException")  # SageMaker, CloudWatch Logs, and the other JSON services
+log = logging.getLogger(__name__)
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")
 
 
@@ -115,6 +117,13 @@ class Throttle:
     def __init__(self, app: Any, rates: dict[str, tuple[float, float]] | None, refuse):
         self.app, self.rates, self.refuse = app, rates, refuse
         self.buckets = Buckets()
+        self._said: set[tuple[str, str]] = set()
+
+    def _say_once(self, service: str, operation: str, rate: tuple[float, float]) -> None:
+        """The server's log says which calls were throttled, once per operation: where a client polls too often."""
+        if (service, operation) not in self._said:
+            self._said.add((service, operation))
+            log.info("throttled %s %s: over %g requests a second (burst %g)", service, operation, *rate)
 
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         if self.rates is not None and EXECUTOR_AGENT not in environ.get("HTTP_USER_AGENT", ""):
@@ -123,6 +132,7 @@ class Throttle:
                 access_key, region, service, operation = identity
                 rate = rate_for(self.rates, service, operation.partition("@")[0])
                 if rate is not None and not self.buckets.take(identity, *rate):
+                    self._say_once(service, operation, rate)
                     status, code = THROTTLED.get(service, DEFAULT_THROTTLED)
                     return self.refuse(start_response, environ, status, code, "Rate exceeded")
         return self.app(environ, start_response)
