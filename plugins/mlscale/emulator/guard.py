@@ -2,8 +2,9 @@
 
 The emulator runs code it is sent, with no authentication, so a web page must not reach it: AWS SDKs and
 the CLI never send an Origin header or need CORS, and a browser always sends Origin on a cross-site POST
-and on every preflight, and Sec-Fetch-Site on a cross-site GET (https://www.w3.org/TR/fetch-metadata/). A page that rebinds its own DNS name to 127.0.0.1 still sends its name as Host, so
-Host must name the emulator's own address (https://en.wikipedia.org/wiki/DNS_rebinding).
+and on every preflight, and Sec-Fetch-Site on a cross-site GET (https://www.w3.org/TR/fetch-metadata/).
+A page that rebinds its own DNS name to 127.0.0.1 still sends its name as Host, so Host must name the
+emulator's own address (https://en.wikipedia.org/wiki/DNS_rebinding).
 
 moto answers a body it cannot parse, or a bug of its own, with a 500 HTML page that no SDK can read. AWS
 answers 400 SerializationException (JSON protocols) and 500 InternalFailure / S3's InternalError in the
@@ -43,7 +44,8 @@ class Guard:
         host = environ.get("HTTP_HOST", "")
         if not self._own_host(host):
             return _refuse(start_response, f"Host {host!r} is not this emulator's address (port {self.port} of "
-                           f"{', '.join(sorted(self.hosts))}); add a name with MLSCALE_EMULATOR_ALLOWED_HOSTS")  # fmt: skip
+                           f"{', '.join(sorted(self.hosts))}); add a name with "
+                           "MLSCALE_EMULATOR_ALLOWED_HOSTS")  # fmt: skip
         if origin is not None and environ.get("REQUEST_METHOD") == "OPTIONS":
             return _preflight(start_response, origin)
         problem = malformed_body(environ)
@@ -82,9 +84,10 @@ class Guard:
                 body.close()
             if status.startswith(("404", "405")):
                 return error_response(start_response, environ, 404, "UnknownOperationException",
-                              f"no operation answers {environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}")  # fmt: skip
-            return error_response(start_response, environ, 500, "InternalFailure",
-                          "the emulator could not process the request (moto answered an internal error)")  # fmt: skip
+                                      f"no operation answers {environ.get('REQUEST_METHOD')} "
+                                      f"{environ.get('PATH_INFO')}")  # fmt: skip
+            return error_response(start_response, environ, 500, "InternalFailure", "the emulator could not "
+                                  "process the request (moto answered an internal error)")  # fmt: skip
         return body
 
 

@@ -93,7 +93,8 @@ class AthenaEtlOperator(StageOperator):
             if not started:
                 self._mark_attempt(1)
             query_id, query = start_or_reattach(self.hook.conn, self.spec.request(), context, "etl", self.log,
-                                                first_attempt=max(1, started), before_next_attempt=self._next_attempt)  # fmt: skip
+                                                first_attempt=max(1, started),
+                                                before_next_attempt=self._next_attempt)  # fmt: skip
             if not ATHENA_QUERY.settled(query):
                 self.log.info("Athena query %s (%s) writes %s", query_id, ATHENA_QUERY.status(query),
                               self.spec.data_prefix)  # fmt: skip

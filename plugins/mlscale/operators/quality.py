@@ -44,7 +44,8 @@ class DataQualityOperator(StageOperator):
         spec = self.spec
         if settled is None:  # once per task run: a retried try reattaches (mlscale.operators.athena_query)
             request = {"QueryString": spec.aggregate_query(), "QueryExecutionContext": {"Database": spec.database},
-                       "ResultConfiguration": {"OutputLocation": spec.output_location}, "WorkGroup": spec.workgroup}  # fmt: skip
+                       "ResultConfiguration": {"OutputLocation": spec.output_location},
+                       "WorkGroup": spec.workgroup}  # fmt: skip
             query_id, query = start_or_reattach(self.hook.conn, request, context, "quality", self.log)
             if not ATHENA_QUERY.settled(query):
                 return Wait(ATHENA_QUERY, query_id)

@@ -1,8 +1,9 @@
 """The example DAG's params that its form cannot check, checked when the run starts, before any AWS call.
 
 A bad `target_device` would otherwise fail only at `compile`, after training; an unknown quality
-threshold only at `quality`, after the ETL; an instance type botocore does not list only at `train`. (The form's JSON schema cannot hold botocore's list of Neo
-targets without loading botocore's SageMaker model at every parse.)
+threshold only at `quality`, after the ETL; an instance type botocore does not list only at `train`. (The
+form's JSON schema cannot hold botocore's lists of Neo targets and instance types without loading
+botocore's SageMaker model at every parse.)
 """
 
 from __future__ import annotations

@@ -86,8 +86,11 @@ def constraint_errors(value: Any, shape, path: str = "", depth: int = 0) -> list
         return [e for i, item in enumerate(value)
                 for e in constraint_errors(item, shape.member, f"{path}.{i + 1}.member", depth + 1)]  # fmt: skip
     if kind == "map" and isinstance(value, dict):
-        return [e for k, v in value.items() for e in (constraint_errors(k, shape.key, f"{path}.key", depth + 1)
-                                                      + constraint_errors(v, shape.value, f"{path}.{k}", depth + 1))]  # fmt: skip
+        found = []
+        for key, item in value.items():
+            found += constraint_errors(key, shape.key, f"{path}.key", depth + 1)
+            found += constraint_errors(item, shape.value, f"{path}.{key}", depth + 1)
+        return found
     if kind == "string" and isinstance(value, str):
         return _string_errors(value, shape, path)
     return []
