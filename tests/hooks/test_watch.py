@@ -66,3 +66,42 @@ def test_throttled_log_reads_never_fail_the_wait_and_say_so_once():
     assert said == ["Log lines paused (tried again at each poll): ClientError: An error occurred "
                     "(ThrottlingException) when calling the GetLogEvents operation: Rate exceeded"]
     assert "[algo-1] epoch=1 loss=0.5" in polls[2][1]  # the lines come once the reads are answered again
+
+
+class ThrottledSageMaker:
+    """SageMaker refusing Describe past its rate (after botocore's own retries), then answering."""
+
+    def __init__(self, refusals: int, code: str = "ThrottlingException"):
+        self.refusals, self.code, self.calls = refusals, code, 0
+
+    def describe_training_job(self, TrainingJobName):  # noqa: N803 - the API's name
+        from botocore.exceptions import ClientError
+
+        self.calls += 1
+        if self.calls <= self.refusals:
+            raise ClientError({"Error": {"Code": self.code, "Message": "Rate exceeded"}}, "DescribeTrainingJob")
+        return {"TrainingJobName": TrainingJobName, "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed"}
+
+
+def test_a_throttled_describe_backs_off_and_asks_again_and_never_decides_the_wait(monkeypatch):
+    slept = []
+    monkeypatch.setattr(watch.time, "sleep", slept.append)
+    client = ThrottledSageMaker(refusals=6)
+    wait = watch.ResourceWatch(KINDS["training"], "job-1", type("Hook", (), {"conn": client, "logs_hook": None})())
+    wait.tail = None  # the Describe alone
+    description, lines = wait.poll()
+    assert description["TrainingJobStatus"] == "Completed" and client.calls == 7
+    assert lines[0] == "training job job-1: Describe throttled (ThrottlingException); backing off and asking again"
+    assert len(slept) == 6 and slept[-1] > slept[0]  # it backs off, with jitter
+    assert all(0.5 <= s <= watch.THROTTLED_BACKOFF_MAX for s in slept)
+
+
+def test_an_error_that_is_not_a_throttle_still_fails_the_poll(monkeypatch):
+    from botocore.exceptions import ClientError
+
+    monkeypatch.setattr(watch.time, "sleep", lambda seconds: None)
+    client = ThrottledSageMaker(refusals=1, code="AccessDeniedException")
+    wait = watch.ResourceWatch(KINDS["training"], "job-1", type("Hook", (), {"conn": client, "logs_hook": None})())
+    wait.tail = None
+    with pytest.raises(ClientError, match="AccessDeniedException"):
+        wait.poll()

@@ -15,6 +15,14 @@ NOT_FOUND = frozenset({"ResourceNotFound", "ResourceNotFoundException", "Validat
                        "NoSuchKey", "NoSuchEntity", "EntityNotFoundException", "NotFound", "404"})  # fmt: skip
 
 
+# what botocore's retry modes take for throttling (botocore/retries/standard.py and data/_retry.json)
+THROTTLING = frozenset({"Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
+                        "TooManyRequestsException", "ProvisionedThroughputExceededException",
+                        "TransactionInProgressException", "RequestLimitExceeded", "BandwidthLimitExceeded",
+                        "LimitExceededException", "RequestThrottled", "SlowDown", "PriorRequestNotComplete",
+                        "EC2ThrottledException"})  # fmt: skip
+
+
 def code(error: ClientError) -> str:
     return str(error.response.get("Error", {}).get("Code", ""))
 
@@ -22,6 +30,11 @@ def code(error: ClientError) -> str:
 def not_found(error: ClientError, codes: frozenset[str] | tuple[str, ...] = NOT_FOUND) -> bool:
     """Did a Describe/Get fail because the resource does not exist?"""
     return code(error) in codes
+
+
+def throttled(error: Exception) -> bool:
+    """Did AWS refuse the call for its rate (after botocore's own retries)? Then the call may simply be retried."""
+    return isinstance(error, ClientError) and code(error) in THROTTLING
 
 
 def describe_or_none(describe, **request):

@@ -7,6 +7,7 @@ all poll through this, so the log lines a user reads are the same whichever way 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from typing import Any
@@ -15,6 +16,7 @@ from mlscale.hooks.resources import ResourceKind
 
 # A connection edited in the UI reaches the waits that share its hook within this many seconds.
 SHARED_HOOK_SECONDS = 600.0
+THROTTLED_BACKOFF_MAX = 30.0  # seconds between Describes while AWS throttles them
 _shared: dict[tuple, tuple[float, Any]] = {}
 _shared_lock = threading.Lock()
 
@@ -91,7 +93,9 @@ class ResourceWatch:
 
     The log lines are a report: a failed read of them (CloudWatch Logs throttles DescribeLogStreams and
     GetLogEvents at tens of calls a second per account, which a triggerer's hundreds of waits can exceed) is
-    logged once and tried again at the next poll; only the resource's own Describe decides the wait.
+    logged once and tried again at the next poll; only the resource's own Describe decides the wait, and a
+    throttled Describe is asked again after a growing pause (the trigger, the sensors' poke and the
+    operators' `deferrable=False` waits all poll through here).
     """
 
     def __init__(self, kind: ResourceKind, resource_id: str, hook: Any, log_since_ms: int | None = None):
@@ -110,13 +114,31 @@ class ResourceWatch:
 
     def poll(self) -> tuple[dict, list[str]]:
         """(the resource's description, the lines to log); blocking: a trigger runs it in a thread."""
-        description = self.kind.describe(self.client, self.resource_id)
-        lines = status_lines(self.kind, description, self.previous)
+        description, lines = self._describe()
+        lines += status_lines(self.kind, description, self.previous)
         if self.tail is not None:
             new = self._tail_lines(description, lines)
             lines += new + (self.progress.update(description, new) if self.progress else [])
         self.previous = description
         return description, lines
+
+    def _describe(self) -> tuple[dict, list[str]]:
+        """The Describe, tried again while AWS throttles it (after botocore's own retries), backing off up to
+        THROTTLED_BACKOFF_MAX seconds with jitter: a throttle never decides a wait, only the resource's status."""
+        from mlscale.hooks import errors
+
+        said, delay = [], 1.0
+        while True:
+            try:
+                return self.kind.describe(self.client, self.resource_id), said
+            except Exception as error:  # noqa: BLE001 - only throttling is retried here; the rest is raised
+                if not errors.throttled(error):
+                    raise
+                if not said:
+                    said.append(f"{self.kind.noun} {self.resource_id}: Describe throttled ({errors.code(error)}); "
+                                "backing off and asking again")  # fmt: skip
+                time.sleep(delay * random.uniform(0.5, 1.0))
+                delay = min(delay * 2, THROTTLED_BACKOFF_MAX)
 
     def _tail_lines(self, description: dict, lines: list[str]) -> list[str]:
         from botocore.exceptions import BotoCoreError, ClientError
