@@ -185,3 +185,5 @@ def test_bad_submissions_are_refused_with_the_rule(cluster):
         with pytest.raises(ClientError, match=rule):
             cluster["batch"].submit_job(jobName="bad", jobQueue=cluster["queue"],
                                         jobDefinition=cluster["definition"], **extra)  # fmt: skip
+    with pytest.raises(ClientError, match="jobName must be"):  # `$` let a trailing newline through
+        cluster["batch"].submit_job(jobName="bad\n", jobQueue=cluster["queue"], jobDefinition=cluster["definition"])

@@ -71,6 +71,8 @@ def test_component_versions_are_validated(fleet):
         gg.create_component_version(inlineRecipe=recipe("1.0.0"))
     with pytest.raises(ClientError, match="not semantic versioning"):
         gg.create_component_version(inlineRecipe=recipe("1.0"))
+    with pytest.raises(ClientError, match="not semantic versioning"):  # the version names a device folder
+        gg.create_component_version(inlineRecipe=recipe("1.0.1\n"))
     missing = json.loads(recipe("9.9.9"))
     missing["Manifests"][0]["Artifacts"][0]["URI"] = "s3://mlscale-test/gg/missing.tar.gz"
     status = gg.create_component_version(inlineRecipe=json.dumps(missing).encode())["status"]

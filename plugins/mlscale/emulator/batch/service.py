@@ -21,7 +21,7 @@ from mlscale.emulator.batch import nodes as node_model
 from mlscale.emulator.batch import runs
 from mlscale.emulator.state import INTERRUPTED, backends_of
 
-JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
+JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\Z")
 MAX_NODES = 1000
 
 

@@ -41,7 +41,7 @@ def parse_recipe(raw: bytes) -> dict[str, Any]:
             raise RecipeError(f"the recipe needs {key}")
     if str(recipe["recipeformatversion"]) != "2020-01-25":
         raise RecipeError(f"RecipeFormatVersion {recipe['recipeformatversion']} is not 2020-01-25")
-    if not re.match(r"^\d+\.\d+\.\d+(-[\w.]+)?$", str(recipe["componentversion"])):
+    if not re.match(r"^\d+\.\d+\.\d+(-[\w.]+)?\Z", str(recipe["componentversion"])):
         raise RecipeError(f"ComponentVersion {recipe['componentversion']} is not semantic versioning (x.y.z)")
     return recipe
 
