@@ -69,12 +69,10 @@ def setting(name: str) -> str:
 
 
 def _bucket(value: str) -> str | None:
-    import re
+    from mlscale.specs.rules import valid_bucket
 
-    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
-    if not re.fullmatch(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]", value) or ".." in value:
-        return "must be an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', no '..'"
-    return None
+    return None if valid_bucket(value) else \
+        "must be an S3 bucket name: 3-63 lowercase letters, digits, '.' and '-', no '..', not an IP address"  # fmt: skip
 
 
 def _role_arn(value: str) -> str | None:

@@ -13,6 +13,7 @@ protocol's own shape (https://docs.aws.amazon.com/sagemaker/latest/APIReference/
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from collections.abc import Iterable
@@ -115,8 +116,6 @@ def malformed_body(environ: dict) -> str | None:
 
 
 def _read_body(environ: dict) -> bytes:
-    import io
-
     try:
         length = int(environ.get("CONTENT_LENGTH") or 0)
     except ValueError:

@@ -14,6 +14,7 @@ ROLE_ARN = re.compile(r"^arn:aws[a-z\-]*:iam::\d{12}:role/?[a-zA-Z_0-9+=,.@\-_/]
 NAME = NAME_PATTERN  # SageMaker, Greengrass and registry names share the rule
 INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+\Z")
 TAG_VALUE = re.compile(r"^[\w\s.:/=+\-@]{0,256}\Z")  # the Tag Value rule SageMaker and Greengrass share
+BUCKET = re.compile(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]")
 IP_ADDRESS = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
 S3_URI = re.compile(r"^s3://[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9](/.*)?\Z")
 
@@ -54,10 +55,13 @@ def role_arn(value: Any, field: str = "role_arn") -> None:
 def s3_uri(value: Any, field: str) -> None:
     require(isinstance(value, str) and bool(S3_URI.match(value)), field,
             "must be an s3://bucket/prefix URI", value)  # fmt: skip
-    bucket = value[len("s3://"):].split("/", 1)[0]
-    # https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html
-    require(".." not in bucket and not IP_ADDRESS.fullmatch(bucket), field,
+    require(valid_bucket(value[len("s3://"):].split("/", 1)[0]), field,
             "names a bucket S3 cannot have (two adjacent periods, or an IP address)", value)  # fmt: skip
+
+
+def valid_bucket(name: str) -> bool:
+    """S3's bucket naming rules (https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html)."""
+    return bool(BUCKET.fullmatch(name)) and ".." not in name and not IP_ADDRESS.fullmatch(name)
 
 
 def is_int(value: Any) -> bool:
