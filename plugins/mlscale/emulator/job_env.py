@@ -39,17 +39,24 @@ def base() -> dict[str, str]:
     return env
 
 
-def for_job(region: str | None, endpoint_url: str | None = None, **extra: str) -> dict[str, str]:
-    """A job's environment: the allow-list, the emulator's endpoint and dummy credentials, then `extra`."""
-    env = base()
+def emulator_access(region: str | None, endpoint_url: str | None = None) -> dict[str, str]:
+    """What lets a job's own AWS calls reach the emulator, as its role's calls would reach AWS: the endpoint,
+    dummy credentials, the region."""
     if endpoint_url is None:
         from mlscale.emulator import settings
 
         endpoint_url = settings.current().endpoint_url
-    env.update({"AWS_ENDPOINT_URL": endpoint_url, "AWS_ACCESS_KEY_ID": DUMMY_KEY, "AWS_SECRET_ACCESS_KEY": DUMMY_KEY,
-                "PYTHONUNBUFFERED": "1", "PYTHONPATH": python_path(), **LOOPBACK})  # fmt: skip
+    access = {"AWS_ENDPOINT_URL": endpoint_url, "AWS_ACCESS_KEY_ID": DUMMY_KEY, "AWS_SECRET_ACCESS_KEY": DUMMY_KEY}
     if region:
-        env.update({"AWS_DEFAULT_REGION": region, "AWS_REGION": region})
+        access.update({"AWS_DEFAULT_REGION": region, "AWS_REGION": region})
+    return access
+
+
+def for_job(region: str | None, endpoint_url: str | None = None, **extra: str) -> dict[str, str]:
+    """A job's environment: the allow-list, the emulator's access, the job site, loopback, then `extra`."""
+    env = base()
+    env.update(emulator_access(region, endpoint_url))
+    env.update({"PYTHONUNBUFFERED": "1", "PYTHONPATH": python_path(), **LOOPBACK})
     env.update(extra)
     return env
 

@@ -231,8 +231,8 @@ class BatchRun:
             if index != props["mainNode"]:  # child nodes only; every node here is this machine
                 env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"
         # The container's own AWS calls reach the emulator, as its job role's would reach AWS.
-        env.update({k: v for k, v in job_env.for_job(self.region).items()
-                    if k.startswith(("AWS_", "PYTHON")) or k in job_env.LOOPBACK})  # fmt: skip
+        env.update({**job_env.emulator_access(self.region), **job_env.LOOPBACK, "PYTHONUNBUFFERED": "1"})
+        env["PYTHONPATH"] = job_env.python_path(*filter(None, [env.get("PYTHONPATH")]))  # the container's after
         # Emulated nodes share this machine's cores; do not let each one take them all.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // props["numNodes"])))
         return env

@@ -305,7 +305,7 @@ class TrainingRun:
         env.update(job_env.LOOPBACK)
         env["PYTHONUNBUFFERED"] = "1"
         # The job's own AWS calls reach the emulator, as its role's calls would reach AWS.
-        env.update({k: v for k, v in job_env.for_job(self.region).items() if k.startswith("AWS_")})
+        env.update(job_env.emulator_access(self.region))
         # Emulated instances share this machine's cores; do not let each one take them all.
         env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // total_procs)))
         return env
