@@ -130,3 +130,19 @@ def test_duckdb_runs_in_an_engine_process_not_in_the_emulator_server(raw_table, 
     assert execution["Status"]["State"] == "SUCCEEDED"
     server = psutil.Process(control.running_pid(emulator))
     assert not [m.path for m in server.memory_maps() if "duckdb" in m.path]
+
+
+def test_batch_get_answers_many_queries_and_names_the_unknown_ones(raw_table):
+    from mlscale.hooks.resources import ATHENA_QUERY
+
+    first, _ = run(raw_table, "SELECT count(*) FROM raw_digits")
+    second, _ = run(raw_table, "SELECT max(label) FROM raw_digits")
+    unknown = "00000000-0000-0000-0000-000000000000"
+    answer = raw_table.batch_get_query_execution(QueryExecutionIds=[first, unknown, second])
+    assert [q["QueryExecutionId"] for q in answer["QueryExecutions"]] == [first, second]
+    assert all(q["Status"]["State"] == "SUCCEEDED" for q in answer["QueryExecutions"])
+    assert [(u["QueryExecutionId"], u["ErrorCode"]) for u in answer["UnprocessedQueryExecutionIds"]] == [
+        (unknown, "InvalidRequestException")]
+    # the waits' batch read: an id the batch could not answer is asked alone, whose error code decides
+    found = ATHENA_QUERY.describe_many(raw_table, [first, unknown, second])
+    assert found[unknown] is None and found[first]["Status"]["State"] == "SUCCEEDED"

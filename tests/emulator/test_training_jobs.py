@@ -167,3 +167,33 @@ def test_requirements_the_job_python_already_has_are_not_installed_again(clients
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
     [site] = (emulator.jobs_dir / "training" / "requirements-satisfied" / "venv").glob("lib/python*/site-packages")
     assert not (site / "torch").exists() and sum(f.stat().st_size for f in site.rglob("*") if f.is_file()) < 1_000_000
+
+
+def test_list_filters_by_last_modified_then_sorts_and_pages_with_secondary_status(clients):
+    """What a shared poller asks (mlscale.waits.poller): which jobs changed since its last look."""
+    from datetime import datetime, timezone
+
+    sagemaker = clients["sagemaker"]
+    quick = {"train.py": "print('done')\n"}
+    for name in ("listing-a", "listing-b", "listing-c"):
+        start(clients, name, quick)
+    for name in ("listing-a", "listing-b", "listing-c"):
+        assert wait_for_job(sagemaker, name)["TrainingJobStatus"] == "Completed"
+    mark = datetime.now(timezone.utc)
+    time.sleep(0.01)  # a timestamp after the mark, on any clock resolution
+    start(clients, "listing-d", quick)
+    wait_for_job(sagemaker, "listing-d")
+
+    changed = sagemaker.list_training_jobs(LastModifiedTimeAfter=mark, NameContains="listing-", MaxResults=1)
+    assert [s["TrainingJobName"] for s in changed["TrainingJobSummaries"]] == ["listing-d"]
+    assert "NextToken" not in changed  # filtered before it was paged
+    summary = changed["TrainingJobSummaries"][0]
+    assert summary["SecondaryStatus"] == "Completed" and summary["LastModifiedTime"] > mark
+    newest = [s["TrainingJobName"] for p in sagemaker.get_paginator("list_training_jobs").paginate(
+        NameContains="listing-", SortOrder="Descending", PaginationConfig={"PageSize": 1})
+        for s in p["TrainingJobSummaries"]]  # fmt: skip
+    assert newest[0] == "listing-d" and sorted(newest) == ["listing-a", "listing-b", "listing-c", "listing-d"]
+    names = [s["TrainingJobName"] for p in sagemaker.get_paginator("list_training_jobs").paginate(
+        NameContains="listing-", SortBy="Name", SortOrder="Descending", PaginationConfig={"PageSize": 1})
+        for s in p["TrainingJobSummaries"]]  # fmt: skip
+    assert names == ["listing-d", "listing-c", "listing-b", "listing-a"]

@@ -10,7 +10,23 @@ from mlscale.hooks.resources import KINDS
 
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
+    from mlscale.waits import log_budget, poller
+
     monkeypatch.setattr(watch, "_shared", {})
+    monkeypatch.setattr(poller, "_pollers", {})
+    monkeypatch.setattr(log_budget, "_budgets", {})
+
+
+def fake_hook(client):
+    """A hook of hook_for's, on a fake client."""
+    return type("Hook", (), {"conn": client, "logs_hook": None, "mlscale_params": ("fake", None, None, None)})()
+
+
+class Listless:
+    """ListTrainingJobs answering nothing changed: each job is described (a wait's first look at it)."""
+
+    def list_training_jobs(self, **request):
+        return {"TrainingJobSummaries": []}
 
 
 def test_waits_on_one_connection_share_a_client_and_other_settings_get_their_own(monkeypatch):
@@ -36,6 +52,8 @@ def test_a_shared_hook_is_made_again_after_a_while_so_an_edited_connection_is_re
 class ThrottledTail:
     """CloudWatch Logs refusing the log reads, as it does past its per-account rate."""
 
+    cost = 1
+
     def __init__(self):
         self.calls = 0
 
@@ -48,17 +66,14 @@ class ThrottledTail:
         return ["[algo-1] epoch=1 loss=0.5"]
 
 
-class FakeSageMaker:
+class FakeSageMaker(Listless):
     def describe_training_job(self, TrainingJobName):
         return {"TrainingJobName": TrainingJobName, "TrainingJobStatus": "InProgress", "SecondaryStatus": "Training"}
 
 
 def test_throttled_log_reads_never_fail_the_wait_and_say_so_once():
-    class Hook:
-        conn = FakeSageMaker()
-
     kind = KINDS["training"]
-    wait = watch.ResourceWatch(kind, "job-1", Hook())
+    wait = watch.ResourceWatch(kind, "job-1", fake_hook(FakeSageMaker()), interval=0)
     wait.tail = ThrottledTail()  # in place of the job's CloudWatch log tail
     polls = [wait.poll() for _ in range(3)]
     assert all(kind.status(description) == "InProgress" for description, _ in polls)
@@ -68,7 +83,7 @@ def test_throttled_log_reads_never_fail_the_wait_and_say_so_once():
     assert "[algo-1] epoch=1 loss=0.5" in polls[2][1]  # the lines come once the reads are answered again
 
 
-class ThrottledSageMaker:
+class ThrottledSageMaker(Listless):
     """SageMaker refusing Describe past its rate (after botocore's own retries), then answering."""
 
     def __init__(self, refusals: int, code: str = "ThrottlingException"):
@@ -83,16 +98,34 @@ class ThrottledSageMaker:
         return {"TrainingJobName": TrainingJobName, "TrainingJobStatus": "Completed", "SecondaryStatus": "Completed"}
 
 
+class Clock:
+    """Time that passes only when a wait sleeps: the shared poller's backoff and the wait's, without waiting."""
+
+    def __init__(self):
+        self.now, self.slept = 1000.0, []
+
+    def monotonic(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.slept.append(seconds)
+        self.now += seconds
+
+
 def test_a_throttled_describe_backs_off_and_asks_again_and_never_decides_the_wait(monkeypatch):
-    slept = []
-    monkeypatch.setattr(watch.time, "sleep", slept.append)
+    from mlscale.waits import poller
+
+    clock = Clock()
+    monkeypatch.setattr(watch.time, "sleep", clock.sleep)
+    monkeypatch.setattr(poller, "time", clock)
+    slept = clock.slept
     client = ThrottledSageMaker(refusals=6)
-    wait = watch.ResourceWatch(KINDS["training"], "job-1", type("Hook", (), {"conn": client, "logs_hook": None})())
+    wait = watch.ResourceWatch(KINDS["training"], "job-1", fake_hook(client))
     wait.tail = None  # the Describe alone
     description, lines = wait.poll()
     assert description["TrainingJobStatus"] == "Completed" and client.calls == 7
     assert lines[0] == "training job job-1: Describe throttled (ThrottlingException); backing off and asking again"
-    assert len(slept) == 6 and slept[-1] > slept[0]  # it backs off, with jitter
+    assert len(slept) >= 6 and slept[-1] > slept[0]  # it backs off, with jitter (its own and the poller's)
     assert all(0.5 <= s <= watch.THROTTLED_BACKOFF_MAX for s in slept)
 
 
@@ -101,7 +134,7 @@ def test_an_error_that_is_not_a_throttle_still_fails_the_poll(monkeypatch):
 
     monkeypatch.setattr(watch.time, "sleep", lambda seconds: None)
     client = ThrottledSageMaker(refusals=1, code="AccessDeniedException")
-    wait = watch.ResourceWatch(KINDS["training"], "job-1", type("Hook", (), {"conn": client, "logs_hook": None})())
+    wait = watch.ResourceWatch(KINDS["training"], "job-1", fake_hook(client))
     wait.tail = None
     with pytest.raises(ClientError, match="AccessDeniedException"):
         wait.poll()

@@ -24,7 +24,7 @@ def install_services() -> None:
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
-    from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform, validation
+    from mlscale.emulator.sagemaker import compilation, endpoints, listing, processing, training, transform, validation
 
     dispatch.install()
     validation.install()
@@ -36,6 +36,7 @@ def install_services() -> None:
     training.install()
     processing.install()
     transform.install()
+    listing.install()
     queries.install()
     fsx.install()
     glue_jobs.install()

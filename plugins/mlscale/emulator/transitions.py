@@ -9,6 +9,7 @@ deployments) move with `move`; Athena and Glue runs (moto's ManagedState owns th
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 Table = dict[str | None, tuple[str, ...]]
@@ -80,7 +81,11 @@ class Status:
 
     def __set__(self, model: Any, value: str) -> None:
         if model.__dict__.get("_status_armed"):
-            check(self.table, f"{type(model).__name__}.{self.name}", model.__dict__.get(self.slot), value)
+            current = model.__dict__.get(self.slot)
+            check(self.table, f"{type(model).__name__}.{self.name}", current, value)
+            if value != current and hasattr(model, "last_modified_time"):
+                # what List*'s LastModifiedTimeAfter filters on: a status change is a modification
+                model.last_modified_time = datetime.now(timezone.utc)
         model.__dict__[self.slot] = value
 
 

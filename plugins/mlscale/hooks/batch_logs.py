@@ -39,6 +39,11 @@ class BatchLogTail:
                 if stream:
                     self.labels.setdefault(stream, f"node-{node['nodeDetails']['nodeIndex']}")
 
+    @property
+    def cost(self) -> int:
+        """The Logs calls a poll makes, about: a GetLogEvents for each stream."""
+        return max(1, len(self.labels))
+
     def poll(self, description: dict | None = None) -> list[str]:
         if description is None or description.get("status") not in STARTED:
             return []

@@ -33,6 +33,12 @@ class JobLogTail:
         except logs.exceptions.ResourceNotFoundException:
             pass  # no log group until the first container writes
 
+    @property
+    def cost(self) -> int:
+        """The Logs calls a poll makes, about: DescribeLogStreams, and GetLogEvents for each stream (the
+        provider's get_log_events asks a stream up to three times before it stops)."""
+        return 1 + 3 * len(self.positions)
+
     def poll(self, description: dict | None = None) -> list[str]:
         """New lines since the last poll, each prefixed with its host."""
         self._discover_streams()

@@ -36,6 +36,11 @@ class ResourceKind:
     name_key: str = ""  # the describe answer's name field (progress lines)
     status_key: str = ""
     summary: Callable[[dict], dict] = lambda description: {}  # small JSON (a sensor's XCom)
+    # How mlscale.waits.poller asks for many at once: a batch read of up to batch_size ids ({id: description,
+    # None when not found}), or the list of what changed since a time ((summaries, the service's time, calls)).
+    describe_many: Callable[[Client, list[str]], dict[str, dict | None]] | None = None
+    batch_size: int = 1
+    list_changed: Callable[[Client, Any], tuple[list[dict], Any, int]] | None = None
 
     def settled(self, description: dict) -> bool:
         return self.status(description) in self.succeeded + self.failed
@@ -77,8 +82,23 @@ def _sagemaker_job(name: str, prefix: str, summary: Callable[[dict], dict]) -> R
         value = description[status_key]
         return value.capitalize() if value.isupper() else value
 
+    def list_changed(client: Client, since: Any) -> tuple[list[dict], Any, int]:
+        """The jobs modified after `since`, 100 a page (the API's largest), and the service's time."""
+        from mlscale.waits.poller import service_time
+
+        summaries, first, calls, token = [], None, 0, None
+        while True:
+            page = getattr(client, f"list_{name}_jobs")(LastModifiedTimeAfter=since, MaxResults=100,
+                                                        **({"NextToken": token} if token else {}))  # fmt: skip
+            calls += 1
+            first = first or service_time(page)
+            summaries += page[f"{prefix}JobSummaries"]
+            token = page.get("NextToken")
+            if not token:
+                return summaries, first, calls
+
     return ResourceKind(
-        name=name, noun=f"{name} job", service="sagemaker",
+        name=name, noun=f"{name} job", service="sagemaker", list_changed=list_changed,
         describe=lambda client, job: getattr(client, f"describe_{name}_job")(**{name_key: job}),
         status=status, succeeded=("Completed",), failed=("Failed", "Stopped"),
         stop=lambda client, job: getattr(client, f"stop_{name}_job")(**{name_key: job}),
@@ -149,13 +169,33 @@ def _fsx_reason(description: dict) -> str | None:
     return (description.get("FailureDetails") or {}).get("Message")
 
 
+def _by_ids(call: str, ids_key: str, items_key: str, id_key: str, not_found: str):
+    """describe_many for an FSx Describe* that takes ids (up to 50): FSx refuses the whole call when one id
+    does not exist, so then each is asked alone."""
+
+    def describe_many(client: Client, ids: list[str]) -> dict[str, dict | None]:
+        try:
+            items = getattr(client, call)(**{ids_key: ids})[items_key]
+        except ClientError as error:
+            if not errors.not_found(error, (not_found,)):
+                raise
+            if len(ids) == 1:
+                return {ids[0]: None}
+            return {k: v for one in ids for k, v in describe_many(client, [one]).items()}
+        found = {item[id_key]: item for item in items}
+        return {i: found.get(i) for i in ids}
+
+    return describe_many
+
+
 FSX_FILE_SYSTEM = ResourceKind(
     name="fsx_file_system", noun="FSx file system", service="fsx",
     describe=lambda client, fs: client.describe_file_systems(FileSystemIds=[fs])["FileSystems"][0],
     status=lambda d: d["Lifecycle"], succeeded=("AVAILABLE",),
     failed=("FAILED", "MISCONFIGURED", "MISCONFIGURED_UNAVAILABLE"), reason=_fsx_reason,
     stop=lambda client, fs: client.delete_file_system(FileSystemId=fs),  # a file system bills while it exists
-    not_found_codes=("FileSystemNotFound",), name_key="FileSystemId", status_key="Lifecycle",
+    not_found_codes=("FileSystemNotFound",), name_key="FileSystemId", status_key="Lifecycle", batch_size=50,
+    describe_many=_by_ids("describe_file_systems", "FileSystemIds", "FileSystems", "FileSystemId", "FileSystemNotFound"),
     summary=lambda d: {"file_system_id": d["FileSystemId"], "lifecycle": d["Lifecycle"],
                        "mount_name": (d.get("LustreConfiguration") or {}).get("MountName"),
                        "dns_name": d.get("DNSName")},
@@ -164,7 +204,9 @@ FSX_ASSOCIATION = ResourceKind(
     name="fsx_association", noun="FSx data repository association", service="fsx",
     describe=lambda client, a: client.describe_data_repository_associations(AssociationIds=[a])["Associations"][0],
     status=lambda d: d["Lifecycle"], succeeded=("AVAILABLE",), failed=("FAILED", "MISCONFIGURED"),
-    reason=_fsx_reason, not_found_codes=("DataRepositoryAssociationNotFound",),
+    reason=_fsx_reason, not_found_codes=("DataRepositoryAssociationNotFound",), batch_size=50,
+    describe_many=_by_ids("describe_data_repository_associations", "AssociationIds", "Associations", "AssociationId",
+                          "DataRepositoryAssociationNotFound"),
     summary=lambda d: {"association_id": d["AssociationId"], "lifecycle": d["Lifecycle"],
                        "file_system_path": d.get("FileSystemPath"), "data_repository_path": d.get("DataRepositoryPath")},
 )  # fmt: skip
@@ -173,7 +215,9 @@ FSX_TASK = ResourceKind(
     describe=lambda client, t: client.describe_data_repository_tasks(TaskIds=[t])["DataRepositoryTasks"][0],
     status=lambda d: d["Lifecycle"], succeeded=("SUCCEEDED",), failed=("FAILED", "CANCELED"), reason=_fsx_reason,
     stop=lambda client, t: client.cancel_data_repository_task(TaskId=t),
-    not_found_codes=("DataRepositoryTaskNotFound",), name_key="TaskId", status_key="Lifecycle",
+    not_found_codes=("DataRepositoryTaskNotFound",), name_key="TaskId", status_key="Lifecycle", batch_size=50,
+    describe_many=_by_ids("describe_data_repository_tasks", "TaskIds", "DataRepositoryTasks", "TaskId",
+                          "DataRepositoryTaskNotFound"),
     summary=lambda d: {"task_id": d["TaskId"], "lifecycle": d["Lifecycle"], "type": d.get("Type"),
                        "files": (d.get("Status") or {}).get("SucceededCount", 0)},
 )  # fmt: skip
@@ -219,13 +263,24 @@ GREENGRASS_DEVICE = ResourceKind(
 
 # -- Athena ----------------------------------------------------------------------------------------------------
 
+def _get_queries(client: Client, ids: list[str]) -> dict[str, dict | None]:
+    """BatchGetQueryExecution (up to 50 ids); an id it could not answer is asked alone, whose error code
+    then says whether it exists."""
+    answer = client.batch_get_query_execution(QueryExecutionIds=ids)
+    found: dict[str, dict | None] = {q["QueryExecutionId"]: q for q in answer["QueryExecutions"]}
+    for unprocessed in answer.get("UnprocessedQueryExecutionIds") or []:
+        found[unprocessed["QueryExecutionId"]] = ATHENA_QUERY.describe_or_none(client, unprocessed["QueryExecutionId"])
+    return {i: found.get(i) for i in ids}
+
+
 ATHENA_QUERY = ResourceKind(
     name="athena_query", noun="Athena query", service="athena",
     describe=lambda client, q: client.get_query_execution(QueryExecutionId=q)["QueryExecution"],
     status=lambda d: d["Status"]["State"], succeeded=("SUCCEEDED",), failed=("FAILED", "CANCELLED"),
     reason=lambda d: d["Status"].get("StateChangeReason") or (d["Status"].get("AthenaError") or {}).get("ErrorMessage"),
     stop=lambda client, q: client.stop_query_execution(QueryExecutionId=q),
-    not_found_codes=("InvalidRequestException",), name_key="QueryExecutionId",
+    not_found_codes=("InvalidRequestException",), name_key="QueryExecutionId", describe_many=_get_queries,
+    batch_size=50,
     summary=lambda d: {"query_execution_id": d["QueryExecutionId"], "state": d["Status"]["State"],
                        "output_location": (d.get("ResultConfiguration") or {}).get("OutputLocation")},
 )  # fmt: skip
@@ -238,6 +293,11 @@ def _describe_batch_job(client: Client, job_id: str) -> dict:
     if not jobs:  # DescribeJobs answers an empty list for an unknown id
         raise ClientError({"Error": {"Code": "ResourceNotFound", "Message": f"no Batch job {job_id}"}}, "DescribeJobs")
     return jobs[0]
+
+
+def _describe_batch_jobs(client: Client, ids: list[str]) -> dict[str, dict | None]:
+    found = {job["jobId"]: job for job in client.describe_jobs(jobs=ids)["jobs"]}  # up to 100 ids
+    return {i: found.get(i) for i in ids}
 
 
 def _batch_reason(d: dict) -> str | None:
@@ -265,6 +325,7 @@ def _batch_log_tail(hook: Any, job_id: str, since_ms: int | None = None) -> Any:
 
 BATCH_JOB = ResourceKind(
     name="batch_job", noun="Batch job", service="batch", describe=_describe_batch_job,
+    describe_many=_describe_batch_jobs, batch_size=100,
     status=lambda d: d["status"], succeeded=("SUCCEEDED",), failed=("FAILED",), reason=_batch_reason,
     stop=lambda client, job_id: client.terminate_job(jobId=job_id, reason="Terminated by mlscale: its Airflow task was killed"),
     log_tail=_batch_log_tail, name_key="jobName", status_key="status", summary=batch_summary,

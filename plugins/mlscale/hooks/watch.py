@@ -76,31 +76,52 @@ def shared_logs_hook(hook: Any):
 
 
 def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -> list[str]:
-    """What changed since `previous`: training's secondary statuses, or the status itself."""
+    """What changed since `previous`: training's secondary statuses (each transition from a Describe, the
+    latest from a list summary), or the status itself."""
     name = description.get(kind.name_key, "")
     transitions = description.get("SecondaryStatusTransitions")
     if transitions is not None:
         seen = len((previous or {}).get("SecondaryStatusTransitions") or [])
         return [f"{name}: {t['Status']} - {t.get('StatusMessage', '')}" for t in transitions[seen:]]
+    secondary = description.get("SecondaryStatus")
+    if secondary is not None:
+        return [f"{name}: {secondary}"] if (previous or {}).get("SecondaryStatus") != secondary else []
     status = kind.status(description)
     if previous is None or kind.status(previous) != status:
         return [f"{kind.noun} {name}: {status}".strip()]
     return []
 
 
+def hook_key(hook: Any) -> tuple:
+    """The connection, region, verify and config a hook of hook_for's (or an operator's) talks to AWS with."""
+    params = getattr(hook, "mlscale_params", None) or (hook.aws_conn_id, hook._region_name, hook._verify,
+                                                       hook._config)  # fmt: skip
+    return _key("", *params)
+
+
 class ResourceWatch:
     """Keeps what one wait needs between polls: the last answer, the log read positions, the progress line.
 
-    The log lines are a report: a failed read of them (CloudWatch Logs throttles DescribeLogStreams and
-    GetLogEvents at tens of calls a second per account, which a triggerer's hundreds of waits can exceed) is
-    logged once and tried again at the next poll; only the resource's own Describe decides the wait, and a
-    throttled Describe is asked again after a growing pause (the trigger, the sensors' poke and the
-    operators' `deferrable=False` waits all poll through here).
+    The status comes from the process's shared Poller (mlscale.waits.poller), which asks AWS once per interval
+    for every wait on the same kind and connection; a throttled Describe is asked again after a growing
+    pause. The log lines are a report: their reads share the connection's LogBudget (round robin under
+    CloudWatch Logs' quota) and a failed read is logged once and tried again at the next poll; only the
+    resource's own status decides the wait. `full`: on settling, describe the resource in full (a sensor's
+    XCom summary); otherwise a list summary may be the last answer (a trigger's event needs only the status
+    and, for a failure, the reason, which is then described).
     """
 
-    def __init__(self, kind: ResourceKind, resource_id: str, hook: Any, log_since_ms: int | None = None):
+    def __init__(self, kind: ResourceKind, resource_id: str, hook: Any, log_since_ms: int | None = None,
+                 interval: float = 30.0, full: bool = False):  # fmt: skip
+        from mlscale.waits.log_budget import budget_for
+        from mlscale.waits.poller import poller_for
+
         self.kind, self.resource_id, self.client = kind, resource_id, hook.conn
+        self.interval, self.full = float(interval), full
+        self.poller = poller_for(kind, hook_key(hook), self.client)
+        self.budget = budget_for(hook_key(hook))
         self.previous: dict | None = None
+        self.details: dict | None = None  # one full Describe, made when a job first logs (the progress line)
         self.tail_error: str | None = None
         self.tail = self.progress = None
         if kind.log_group:
@@ -114,23 +135,38 @@ class ResourceWatch:
 
     def poll(self) -> tuple[dict, list[str]]:
         """(the resource's description, the lines to log); blocking: a trigger runs it in a thread."""
-        description, lines = self._describe()
+        description, lines = self._retrying(lambda: self.poller.describe(self.resource_id, self.interval))
+        settled = self.kind.settled(description)
+        if settled and (self.full or self.kind.reason(description) is None and
+                        self.kind.status(description) not in self.kind.succeeded):  # fmt: skip
+            description, said = self._retrying(lambda: self.kind.describe(self.client, self.resource_id))
+            lines += said
         lines += status_lines(self.kind, description, self.previous)
         if self.tail is not None:
             new = self._tail_lines(description, lines)
-            lines += new + (self.progress.update(description, new) if self.progress else [])
+            lines += new + (self.progress.update(self._detailed(description, new), new) if self.progress else [])
         self.previous = description
+        if settled:
+            self.poller.forget(self.resource_id)
+            self.budget.forget(self)
         return description, lines
 
-    def _describe(self) -> tuple[dict, list[str]]:
-        """The Describe, tried again while AWS throttles it (after botocore's own retries), backing off up to
+    def _detailed(self, description: dict, new_lines: list[str]) -> dict:
+        """The description with what only a Describe has (metric definitions, hyperparameters: the progress
+        line's), described once, when the job first logs."""
+        if self.details is None and new_lines:
+            self.details, _ = self._retrying(lambda: self.kind.describe(self.client, self.resource_id))
+        return {**(self.details or {}), **description}
+
+    def _retrying(self, describe) -> tuple[dict, list[str]]:
+        """A describe, tried again while AWS throttles it (after botocore's own retries), backing off up to
         THROTTLED_BACKOFF_MAX seconds with jitter: a throttle never decides a wait, only the resource's status."""
         from mlscale.hooks import errors
 
         said, delay = [], 1.0
         while True:
             try:
-                return self.kind.describe(self.client, self.resource_id), said
+                return describe(), said
             except Exception as error:  # noqa: BLE001 - only throttling is retried here; the rest is raised
                 if not errors.throttled(error):
                     raise
@@ -143,6 +179,8 @@ class ResourceWatch:
     def _tail_lines(self, description: dict, lines: list[str]) -> list[str]:
         from botocore.exceptions import BotoCoreError, ClientError
 
+        if not self.budget.take(self, self.tail.cost):
+            return []  # not this wait's turn: its lines come at a later poll
         try:
             new = self.tail.poll(description)
         except (ClientError, BotoCoreError) as error:

@@ -273,7 +273,7 @@ class StageOperator(AwsBaseOperator):
 
     def _wait_here(self, wait: Wait) -> dict[str, Any]:
         """Poll in the worker (`deferrable=False`), logging what the trigger would log."""
-        watch = ResourceWatch(wait.kind, wait.resource_id, self.hook)
+        watch = ResourceWatch(wait.kind, wait.resource_id, self.hook, interval=float(self.poll_interval))
         while True:
             description, lines = watch.poll()
             for line in lines:

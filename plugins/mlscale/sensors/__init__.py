@@ -75,7 +75,8 @@ class StageSensor(AwsBaseSensor[AwsBaseHook]):
         if self._watch is None:
             # rescheduled, each poke is a new process: show the log lines since the previous poke, not all again
             since = int((time.time() - self.poke_interval) * 1000) if self.reschedule else None
-            self._watch = ResourceWatch(self.kind, self.resource_id, self._stage_hook(), log_since_ms=since)
+            self._watch = ResourceWatch(self.kind, self.resource_id, self._stage_hook(), log_since_ms=since,
+                                        interval=float(self.poke_interval), full=True)
         description, lines = self._watch.poll()
         for line in lines:
             self.log.info(line)

@@ -67,7 +67,7 @@ class StageTrigger(BaseTrigger):
         from mlscale.hooks.watch import ResourceWatch
 
         kind, hook = self._hook()
-        return kind, ResourceWatch(kind, self.resource_id, hook)
+        return kind, ResourceWatch(kind, self.resource_id, hook, interval=float(self.poll_interval))
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         started = time.monotonic()

@@ -7,6 +7,7 @@ import threading
 
 from moto.athena import models as athena_models
 from moto.athena import responses as athena_responses
+from moto.core.exceptions import JsonRESTError
 
 from mlscale.emulator.executors.athena import QueryRun
 from mlscale.emulator.state import INTERRUPTED, backends_of
@@ -46,12 +47,31 @@ def _response_start_query_execution(self):
 
 
 def _get_query_execution(self, exec_id: str):
+    if exec_id not in self.executions:  # as Athena answers an unknown id (moto raised KeyError: a 500)
+        raise JsonRESTError("InvalidRequestException", f"QueryExecution {exec_id} was not found")
     return self.executions[exec_id]  # no moto advance(): the run moves the state
 
 
 def _response_get_query_execution(self) -> str:
     exec_id = self._get_param("QueryExecutionId")
-    execution = self.athena_backend.get_query_execution(exec_id)
+    return json.dumps({"QueryExecution": _query_execution(self.athena_backend.get_query_execution(exec_id), exec_id)})
+
+
+def _response_batch_get_query_execution(self) -> str:
+    """Up to 50 ids (botocore's model bounds the list); an unknown id is answered in UnprocessedQueryExecutionIds,
+    as https://docs.aws.amazon.com/athena/latest/APIReference/API_BatchGetQueryExecution.html describes."""
+    found, unprocessed = [], []
+    for exec_id in self._get_param("QueryExecutionIds") or []:
+        execution = self.athena_backend.executions.get(exec_id)
+        if execution is None:
+            unprocessed.append({"QueryExecutionId": exec_id, "ErrorCode": "InvalidRequestException",
+                                "ErrorMessage": f"QueryExecution {exec_id} was not found"})  # fmt: skip
+        else:
+            found.append(_query_execution(execution, exec_id))
+    return json.dumps({"QueryExecutions": found, "UnprocessedQueryExecutionIds": unprocessed})
+
+
+def _query_execution(execution, exec_id: str) -> dict:
     first_word = execution.query.strip().split(None, 1)[0].upper() if execution.query.strip() else ""
     status = {"State": execution.status, "SubmissionDateTime": execution.start_time}
     if execution.status in ("SUCCEEDED", "FAILED", "CANCELLED"):
@@ -60,21 +80,18 @@ def _response_get_query_execution(self) -> str:
         status["StateChangeReason"] = execution.state_change_reason
         status["AthenaError"] = {"ErrorCategory": 2, "ErrorType": 1006, "Retryable": False,
                                  "ErrorMessage": execution.state_change_reason}  # fmt: skip
-    result = {
-        "QueryExecution": {
-            "QueryExecutionId": exec_id,
-            "Query": execution.query,
-            "StatementType": "DDL" if first_word in ("ALTER", "CREATE", "DESCRIBE", "DROP", "MSCK", "SHOW") else "DML",
-            "ResultConfiguration": execution.config or {},
-            "QueryExecutionContext": execution.context or {},
-            "Status": status,
-            "Statistics": {"EngineExecutionTimeInMillis": getattr(execution, "engine_millis", 0),
-                           "DataScannedInBytes": getattr(execution, "data_scanned", 0),
-                           "TotalExecutionTimeInMillis": getattr(execution, "engine_millis", 0)},  # fmt: skip
-            "WorkGroup": execution.workgroup.name if execution.workgroup else "primary",
-        }
+    return {
+        "QueryExecutionId": exec_id,
+        "Query": execution.query,
+        "StatementType": "DDL" if first_word in ("ALTER", "CREATE", "DESCRIBE", "DROP", "MSCK", "SHOW") else "DML",
+        "ResultConfiguration": execution.config or {},
+        "QueryExecutionContext": execution.context or {},
+        "Status": status,
+        "Statistics": {"EngineExecutionTimeInMillis": getattr(execution, "engine_millis", 0),
+                       "DataScannedInBytes": getattr(execution, "data_scanned", 0),
+                       "TotalExecutionTimeInMillis": getattr(execution, "engine_millis", 0)},  # fmt: skip
+        "WorkGroup": execution.workgroup.name if execution.workgroup else "primary",
     }
-    return json.dumps(result)
 
 
 def _response_get_query_results(self):
@@ -123,4 +140,5 @@ def install() -> None:
     athena_responses.AthenaResponse.start_query_execution = _response_start_query_execution
     athena_models.AthenaBackend.get_query_execution = _get_query_execution
     athena_responses.AthenaResponse.get_query_execution = _response_get_query_execution
+    athena_responses.AthenaResponse.batch_get_query_execution = _response_batch_get_query_execution
     athena_responses.AthenaResponse.get_query_results = _response_get_query_results
