@@ -33,6 +33,25 @@ class AirflowStack:
     env: dict[str, str]
     emulator_url: str
     output: list[str] = field(default_factory=list)
+    pid: int = 0  # `mlscale airflow`'s
+
+    def kill_component(self, name: str) -> None:
+        """SIGKILL one of Airflow's components (`triggerer`, `scheduler`), as the OOM killer would, and wait
+        until `mlscale airflow` has started it again."""
+        import psutil
+
+        said = len(self.output)
+        found = [p for p in psutil.Process(self.pid).children() if name in " ".join(p.cmdline())]
+        assert len(found) == 1, [p.cmdline() for p in psutil.Process(self.pid).children()]
+        found[0].send_signal(signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while not any("starting it again" in line for line in self.output[said:]):
+            assert time.monotonic() < deadline, "".join(self.output[-20:])
+            time.sleep(0.5)
+        while not any(name in " ".join(p.cmdline()) for p in psutil.Process(self.pid).children()
+                      if p.pid != found[0].pid):  # fmt: skip
+            assert time.monotonic() < deadline, "".join(self.output[-20:])
+            time.sleep(0.5)
 
     def api(self) -> httpx.Client:
         token = httpx.post(f"{self.url}/auth/token", json={"username": self.user, "password": self.password},
@@ -187,7 +206,7 @@ def airflow_stack(tmp_path_factory):
         env.update({"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
                     "AIRFLOW__CORE__LOAD_EXAMPLES": "False"})  # fmt: skip
         stack = AirflowStack(url=match.group(1), user=match.group(2), password=match.group(3), home=home, env=env,
-                             emulator_url=emulator.group(1), output=output)  # fmt: skip
+                             emulator_url=emulator.group(1), output=output, pid=process.pid)  # fmt: skip
         assert match.group(1) == f"http://localhost:{port}"
         _wait_for_dag(stack, dag_ids=(DAG_ID, PRODUCER, "mlscale_minimal", "mlscale_submit_and_sense"))
         yield stack

@@ -13,9 +13,19 @@ pytestmark = pytest.mark.e2e
 
 
 def test_submit_then_sensor_for_training_and_the_endpoint(airflow_stack, data_prefix):
+    """Also: the triggerer and then the scheduler SIGKILLed while the sensor waits; `mlscale airflow` starts
+    each again, and the run goes on to success."""
+    import time
+
     stack, dag_id = airflow_stack, "mlscale_submit_and_sense"
     stack.unpause(dag_id)
     run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 2})
+    deadline = time.monotonic() + 300
+    while stack.task_states(run_id, dag_id).get("training_done", {}).get("state") != "deferred":
+        assert time.monotonic() < deadline, dump(stack.task_states(run_id, dag_id))
+        time.sleep(0.5)
+    stack.kill_component("triggerer")
+    stack.kill_component("scheduler")
     run = stack.wait_for_runs([run_id], timeout=600, dag_id=dag_id)[run_id]
     assert run["state"] == "success", stack.failure_report([run_id], dag_id)
     states = stack.task_states(run_id, dag_id)
