@@ -27,8 +27,7 @@ def get_provider_info() -> dict:
             {"integration-name": "mlscale", "python-modules": ["mlscale.sensors"]},
         ],
         "hooks": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.job_logs", "mlscale.hooks.resources", "mlscale.hooks.fsx",
-                                                             "mlscale.hooks.greengrass"]},
+            {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.fsx", "mlscale.hooks.greengrass"]},
         ],
         "config": config_schema(),
         "extra-links": [f"mlscale.links.{name}" for name in ("TrainingJobLink", "ProcessingJobLink", "TransformJobLink",

@@ -133,7 +133,7 @@ def test_duckdb_runs_in_an_engine_process_not_in_the_emulator_server(raw_table, 
 
 
 def test_batch_get_answers_many_queries_and_names_the_unknown_ones(raw_table):
-    from mlscale.hooks.resources import ATHENA_QUERY
+    from mlscale.waits.kinds import ATHENA_QUERY
 
     first, _ = run(raw_table, "SELECT count(*) FROM raw_digits")
     second, _ = run(raw_table, "SELECT max(label) FROM raw_digits")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tarfile
+import time
 import uuid
 
 import pytest
@@ -84,9 +85,9 @@ def test_on_kill_terminates_the_job_and_a_sensor_reports_it(cluster):
     assert sensor.poke({}) is False
     operator.on_kill()
     with pytest.raises(Exception, match="Terminated by mlscale"):
-        deadline_pokes = 200
-        while deadline_pokes and sensor.poke({}) is False:
-            deadline_pokes -= 1
+        deadline = time.monotonic() + 60
+        while sensor.poke({}) is False and time.monotonic() < deadline:
+            time.sleep(sensor.poke_interval)  # as the sensor's own loop waits between pokes
     job = cluster["batch"].describe_jobs(jobs=[job_id])["jobs"][0]
     assert job["status"] == "FAILED" and job["statusReason"].startswith("Terminated by mlscale")
 

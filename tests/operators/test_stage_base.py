@@ -9,7 +9,7 @@ import pytest
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
-from mlscale.hooks.resources import TRAINING
+from mlscale.waits.kinds import TRAINING
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.errors import SpecError

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from mlscale.hooks.resources import KINDS
+from mlscale.waits.kinds import KINDS
 from mlscale.triggers.stage import StageTrigger
 from tests.conftest import first_event, training_request, upload_source
 

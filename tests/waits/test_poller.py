@@ -10,7 +10,7 @@ from email.utils import format_datetime
 import pytest
 from botocore.exceptions import ClientError
 
-from mlscale.hooks.resources import KINDS
+from mlscale.waits.kinds import KINDS
 from mlscale.waits import poller as poller_module
 from mlscale.waits.poller import Poller
 

@@ -10,7 +10,8 @@ once. boto3 clients are thread-safe
 The key holds the hook's class and parameters, the connection as the hook would read it (a digest of its
 URI: an edited connection gets a new hook) and the process's AWS_* environment (what boto3 reads where the
 connection says nothing: credentials, endpoint URLs, the profile). Reading the connection is one lookup per
-call: fine for a task; a triggerer's hundreds of waits share theirs by time instead (watch.shared_hook).
+call: fine for a task; a triggerer's hundreds of waits trust their read for `recheck_seconds` instead
+(mlscale.waits.watch.shared_hook).
 """
 
 from __future__ import annotations
@@ -19,25 +20,33 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
 KEPT = 32  # hooks kept; the least recently used goes first
 _hooks: OrderedDict[tuple, Any] = OrderedDict()
+_digests: dict[str, tuple[float, str | None]] = {}  # connection id -> (when read, digest of its URI)
 _lock = threading.Lock()
 
 
-def _connection_digest(aws_conn_id: str | None) -> str | None:
+def _connection_digest(aws_conn_id: str | None, recheck_seconds: float = 0.0) -> str | None:
     from airflow.sdk import BaseHook
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     if not aws_conn_id:
         return None
+    with _lock:
+        read_at, digest = _digests.get(aws_conn_id, (None, None))
+    if read_at is not None and time.monotonic() - read_at < recheck_seconds:
+        return digest
     try:
-        uri = BaseHook.get_connection(aws_conn_id).get_uri()
+        digest = _digest(BaseHook.get_connection(aws_conn_id).get_uri())
     except AirflowNotFoundException:  # the hook then falls back to boto3's own configuration, as this does
-        return None
-    return _digest(uri)
+        digest = None
+    with _lock:
+        _digests[aws_conn_id] = (time.monotonic(), digest)
+    return digest
 
 
 def _digest(value: Any) -> str:
@@ -45,10 +54,11 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(json.dumps(value).encode()).hexdigest()
 
 
-def shared_hook(hook_class: type, **params: Any) -> Any:
-    """`hook_class(**params)`, made once per process for the same connection and environment."""
+def shared_hook(hook_class: type, recheck_seconds: float = 0.0, **params: Any) -> Any:
+    """`hook_class(**params)`, made once per process for the same connection and environment. The connection is
+    read at each call, or once per `recheck_seconds`."""
     key = (hook_class.__module__, hook_class.__qualname__, json.dumps(params, sort_keys=True, default=str),
-           _connection_digest(params.get("aws_conn_id")),
+           _connection_digest(params.get("aws_conn_id"), recheck_seconds),
            _digest(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))))  # fmt: skip
     with _lock:
         hook = _hooks.get(key)

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from mlscale.hooks.resources import ATHENA_QUERY
+from mlscale.waits.kinds import ATHENA_QUERY
 
 
 def client_token(context: Any, attempt: int, purpose: str, request: dict[str, Any]) -> str:

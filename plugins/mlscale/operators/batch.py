@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.batch_client import BatchClientHook
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.hooks.resources import BATCH_JOB, failure_message
+from mlscale.waits.kinds import BATCH_JOB, failure_message
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.metric_regex import compile_metric
 from mlscale.naming import resource_name

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlscale.hooks.resources import COMPILATION
+from mlscale.waits.kinds import COMPILATION
 from mlscale.links import CompilationJobLink
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator

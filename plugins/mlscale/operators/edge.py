@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowException
 
 from mlscale.hooks.greengrass import GreengrassHook
-from mlscale.hooks.resources import GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, device_deployment_id
+from mlscale.waits.kinds import GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, device_deployment_id
 from mlscale.links import GreengrassDeploymentLink
 from mlscale.naming import resource_name
 from mlscale.operators.stage import StageOperator, Wait

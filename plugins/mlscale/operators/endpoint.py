@@ -11,7 +11,7 @@ from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
 from mlscale.hooks import errors
-from mlscale.hooks.resources import ENDPOINT
+from mlscale.waits.kinds import ENDPOINT
 from mlscale.links import EndpointLink
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.operators.supersede import MODEL_VERSION_TAG, skip_if_superseded

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.hooks.athena import AthenaHook
 
-from mlscale.hooks.resources import ATHENA_QUERY
+from mlscale.waits.kinds import ATHENA_QUERY
 from mlscale.operators.athena_query import start_or_reattach
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.stage import StageOperator, Wait

@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from mlscale.hooks import errors
-from mlscale.hooks.resources import TRANSFORM
+from mlscale.waits.kinds import TRANSFORM
 from mlscale.links import TransformJobLink
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator

@@ -10,7 +10,7 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowSkipException
 
 from mlscale.hooks.fsx import FSxHook
-from mlscale.hooks.resources import FSX_ASSOCIATION, FSX_FILE_SYSTEM, FSX_TASK
+from mlscale.waits.kinds import FSX_ASSOCIATION, FSX_FILE_SYSTEM, FSX_TASK
 from mlscale.links import FileSystemLink
 from mlscale.naming import resource_name
 from mlscale.specs.coerce import NONE, convert

@@ -6,7 +6,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from mlscale.hooks.resources import PROCESSING
+from mlscale.waits.kinds import PROCESSING
 from mlscale.links import ProcessingJobLink
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator

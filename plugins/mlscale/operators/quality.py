@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.athena import AthenaHook
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.hooks.resources import ATHENA_QUERY
+from mlscale.waits.kinds import ATHENA_QUERY
 from mlscale.naming import run_slug
 from mlscale.operators.athena_query import start_or_reattach
 from mlscale.operators.stage import StageOperator, Wait

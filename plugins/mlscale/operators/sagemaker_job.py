@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from botocore.exceptions import ClientError
 
-from mlscale.hooks.resources import ResourceKind
+from mlscale.waits.kinds import ResourceKind
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.links import ConsoleLink
 from mlscale.naming import MAX_LENGTH, NAME_PATTERN, resource_name

@@ -28,9 +28,9 @@ from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
 from mlscale.hooks.clients import shared_hook
-from mlscale.hooks.resources import ResourceKind, failure_message
+from mlscale.waits.kinds import ResourceKind, failure_message
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
-from mlscale.hooks.watch import ResourceWatch
+from mlscale.waits.watch import ResourceWatch
 from mlscale.operators import caching
 from mlscale.operators.deferral import default_deferrable
 from mlscale.specs.cache import CacheConfig

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlscale.hooks.resources import TRAINING
+from mlscale.waits.kinds import TRAINING
 from mlscale.links import TrainingJobLink
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator

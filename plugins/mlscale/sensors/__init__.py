@@ -25,8 +25,8 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.bases.sensor import PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from mlscale.hooks import resources
-from mlscale.hooks.resources import ResourceKind, failure_message
+from mlscale.waits import kinds
+from mlscale.waits.kinds import ResourceKind, failure_message
 from mlscale.operators.deferral import default_deferrable
 
 if TYPE_CHECKING:
@@ -65,12 +65,12 @@ class StageSensor(AwsBaseSensor[AwsBaseHook]):
         return super().execute(context)
 
     def _stage_hook(self):
-        from mlscale.hooks.watch import hook_for
+        from mlscale.waits.watch import hook_for
 
         return hook_for(self.kind, self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
-        from mlscale.hooks.watch import ResourceWatch
+        from mlscale.waits.watch import ResourceWatch
 
         if self._watch is None:
             # rescheduled, each poke is a new process: show the log lines since the previous poke, not all again
@@ -105,21 +105,21 @@ def _sensor(name: str, kind: ResourceKind, id_field: str, doc: str) -> type[Stag
     return type(name, (StageSensor,), namespace)
 
 
-TrainingJobSensor = _sensor("TrainingJobSensor", resources.TRAINING, "job_name",
+TrainingJobSensor = _sensor("TrainingJobSensor", kinds.TRAINING, "job_name",
                             "Wait for a SageMaker training job (`job_name`); XCom: model artifact, final metrics.")
-ProcessingJobSensor = _sensor("ProcessingJobSensor", resources.PROCESSING, "job_name",
+ProcessingJobSensor = _sensor("ProcessingJobSensor", kinds.PROCESSING, "job_name",
                               "Wait for a SageMaker processing job (`job_name`); XCom: its S3 outputs.")
-TransformJobSensor = _sensor("TransformJobSensor", resources.TRANSFORM, "job_name",
+TransformJobSensor = _sensor("TransformJobSensor", kinds.TRANSFORM, "job_name",
                              "Wait for a SageMaker Batch Transform job (`job_name`); XCom: its output path.")
-CompilationJobSensor = _sensor("CompilationJobSensor", resources.COMPILATION, "job_name",
+CompilationJobSensor = _sensor("CompilationJobSensor", kinds.COMPILATION, "job_name",
                                "Wait for a SageMaker Neo compilation job (`job_name`); XCom: the compiled artifact.")
-EndpointSensor = _sensor("EndpointSensor", resources.ENDPOINT, "endpoint_name",
+EndpointSensor = _sensor("EndpointSensor", kinds.ENDPOINT, "endpoint_name",
                          "Wait until an endpoint (`endpoint_name`) is InService; RollingBack is not an end.")
-FSxFileSystemSensor = _sensor("FSxFileSystemSensor", resources.FSX_FILE_SYSTEM, "file_system_id",
+FSxFileSystemSensor = _sensor("FSxFileSystemSensor", kinds.FSX_FILE_SYSTEM, "file_system_id",
                               "Wait until an FSx file system (`file_system_id`) is AVAILABLE.")
-FSxDataRepositoryTaskSensor = _sensor("FSxDataRepositoryTaskSensor", resources.FSX_TASK, "task_id",
+FSxDataRepositoryTaskSensor = _sensor("FSxDataRepositoryTaskSensor", kinds.FSX_TASK, "task_id",
                                       "Wait for an FSx data repository task (`task_id`), e.g. an import, to succeed.")
-BatchJobSensor = _sensor("BatchJobSensor", resources.BATCH_JOB, "job_id",
+BatchJobSensor = _sensor("BatchJobSensor", kinds.BATCH_JOB, "job_id",
                          "Wait for an AWS Batch job (`job_id`), e.g. a multi-node training job; XCom: its summary.")
 
 
@@ -136,12 +136,12 @@ class GreengrassDeploymentSensor(StageSensor):
 
     @property
     def kind(self) -> ResourceKind:
-        return resources.GREENGRASS_DEVICE if self.thing_name else resources.GREENGRASS_DEPLOYMENT
+        return kinds.GREENGRASS_DEVICE if self.thing_name else kinds.GREENGRASS_DEPLOYMENT
 
     @property
     def resource_id(self) -> str:
         if self.thing_name:
-            return resources.device_deployment_id(self.thing_name, self.deployment_id)
+            return kinds.device_deployment_id(self.thing_name, self.deployment_id)
         return self.deployment_id
 
 

@@ -1,4 +1,4 @@
-"""The one trigger every stage and sensor waits on: any resource kind of mlscale.hooks.resources."""
+"""The one trigger every stage and sensor waits on: any resource kind of mlscale.waits.kinds."""
 
 from __future__ import annotations
 
@@ -57,14 +57,14 @@ class StageTrigger(BaseTrigger):
         triggerer's supervisor) under the hook class's cached_property lock, which Python 3.11 shares between
         all instances: on the loop, it waits for another trigger's thread that holds the lock while it waits
         for the loop (a deadlock seen with the provider's SqsSensorTrigger polling beside this trigger)."""
-        from mlscale.hooks.resources import KINDS
-        from mlscale.hooks.watch import shared_hook
+        from mlscale.waits.kinds import KINDS
+        from mlscale.waits.watch import shared_hook
 
         kind = KINDS[self.kind]
         return kind, shared_hook(kind, self.aws_conn_id, self.region_name, self.verify, self.botocore_config)
 
     def _watch(self):
-        from mlscale.hooks.watch import ResourceWatch
+        from mlscale.waits.watch import ResourceWatch
 
         kind, hook = self._hook()
         return kind, ResourceWatch(kind, self.resource_id, hook, interval=float(self.poll_interval))
@@ -97,7 +97,7 @@ class StageTrigger(BaseTrigger):
             return
         from botocore.exceptions import ClientError
 
-        from mlscale.hooks.resources import KINDS
+        from mlscale.waits.kinds import KINDS
 
         if KINDS[self.kind].stop is None:
             return

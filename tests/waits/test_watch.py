@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from mlscale.hooks import watch
-from mlscale.hooks.resources import KINDS
+from mlscale.waits import watch
+from mlscale.waits.kinds import KINDS
 
 
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
     from mlscale.waits import log_budget, poller
 
-    monkeypatch.setattr(watch, "_shared", {})
+    from collections import OrderedDict
+
+    from mlscale.hooks import clients
+
+    monkeypatch.setattr(clients, "_hooks", OrderedDict())
+    monkeypatch.setattr(clients, "_digests", {})
     monkeypatch.setattr(poller, "_pollers", {})
     monkeypatch.setattr(log_budget, "_budgets", {})
 
@@ -42,11 +47,15 @@ def test_waits_on_one_connection_share_a_client_and_other_settings_get_their_own
     assert watch.shared_hook(fsx, "watch_a").conn.meta.service_model.service_name == "fsx"
 
 
-def test_a_shared_hook_is_made_again_after_a_while_so_an_edited_connection_is_read(monkeypatch):
+def test_an_edited_connection_is_read_after_a_while_and_gets_a_new_hook(monkeypatch):
     monkeypatch.setenv("AIRFLOW_CONN_WATCH_A", '{"conn_type": "aws", "extra": {"region_name": "us-east-1"}}')
     first = watch.shared_hook(KINDS["training"], "watch_a")
+    monkeypatch.setenv("AIRFLOW_CONN_WATCH_A", '{"conn_type": "aws", "extra": {"region_name": "eu-west-1"}}')
+    assert watch.shared_hook(KINDS["training"], "watch_a") is first  # the read is trusted for a while
     monkeypatch.setattr(watch, "SHARED_HOOK_SECONDS", -1.0)
-    assert watch.shared_hook(KINDS["training"], "watch_a") is not first
+    edited = watch.shared_hook(KINDS["training"], "watch_a")
+    assert edited is not first and edited.conn.meta.region_name == "eu-west-1"
+    assert watch.shared_hook(KINDS["training"], "watch_a") is edited  # unchanged since: the same hook
 
 
 class ThrottledTail:

@@ -2,7 +2,7 @@
 
 from datetime import datetime, timedelta, timezone
 
-from mlscale.hooks.progress import ProgressReporter
+from mlscale.waits.progress import ProgressReporter
 
 def training() -> dict:
     return {

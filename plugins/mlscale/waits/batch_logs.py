@@ -15,8 +15,10 @@ STARTED = ("STARTING", "RUNNING", "SUCCEEDED", "FAILED")
 
 
 class BatchLogTail:
-    def __init__(self, hook: Any, job_id: str, since_ms: int | None = None):
-        self.hook, self.job_id, self.since_ms = hook, job_id, since_ms or 0
+    """Given the wait's Batch client (node jobs' streams) and its CloudWatch Logs client."""
+
+    def __init__(self, batch: Any, logs: Any, job_id: str, since_ms: int | None = None):
+        self.batch, self.logs, self.job_id, self.since_ms = batch, logs, job_id, since_ms or 0
         self.tokens: dict[str, str | None] = {}  # stream -> next forward token
         self.labels: dict[str, str] = {}  # stream -> "node-<index>"
         self.attempts = 0  # a retried attempt's nodes write to new streams
@@ -34,7 +36,7 @@ class BatchLogTail:
         self.attempts = attempts
         ids = [f"{self.job_id}#{index}" for index in range(nodes)]
         for start in range(0, len(ids), 100):  # DescribeJobs takes at most 100 ids
-            for node in self.hook.conn.describe_jobs(jobs=ids[start : start + 100])["jobs"]:
+            for node in self.batch.describe_jobs(jobs=ids[start : start + 100])["jobs"]:
                 stream = (node.get("container") or {}).get("logStreamName")
                 if stream:
                     self.labels.setdefault(stream, f"node-{node['nodeDetails']['nodeIndex']}")
@@ -48,9 +50,7 @@ class BatchLogTail:
         if description is None or description.get("status") not in STARTED:
             return []
         self._discover(description)
-        from mlscale.hooks.watch import shared_logs_hook
-
-        logs = shared_logs_hook(self.hook).conn
+        logs = self.logs
         lines = []
         for stream, label in sorted(self.labels.items(), key=lambda item: item[1]):
             while True:

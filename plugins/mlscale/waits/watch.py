@@ -8,71 +8,72 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import time
 from typing import Any
 
-from mlscale.hooks.resources import ResourceKind
+from mlscale.hooks import errors
+from mlscale.waits.kinds import ResourceKind
+from mlscale.waits.log_budget import budget_for
+from mlscale.waits.poller import poller_for
 
 # A connection edited in the UI reaches the waits that share its hook within this many seconds.
 SHARED_HOOK_SECONDS = 600.0
 THROTTLED_BACKOFF_MAX = 30.0  # seconds between Describes while AWS throttles them
-_shared: dict[tuple, tuple[float, Any]] = {}
-_shared_lock = threading.Lock()
+
+
+def _hook_class(service: str) -> tuple[type, dict]:
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+    if service == "sagemaker":  # SageMakerHook: the job kinds' log tails use its helpers
+        from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
+
+        return SageMakerHook, {}
+    return AwsBaseHook, {"client_type": service}
 
 
 def hook_for(kind: ResourceKind, aws_conn_id: str | None, region_name: str | None = None,
              verify: bool | str | None = None, botocore_config: dict | None = None):  # fmt: skip
-    """The provider's hook for the kind's service (SageMakerHook, whose log helpers the job kinds use)."""
-    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
-
-    params = {"aws_conn_id": aws_conn_id, "region_name": region_name, "verify": verify, "config": botocore_config}
-    if kind.service == "sagemaker":
-        from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
-
-        hook = SageMakerHook(**params)
-    else:
-        hook = AwsBaseHook(client_type=kind.service, **params)
+    """The provider's hook for the kind's service, made for this caller (a sensor's poke)."""
+    hook_class, extra = _hook_class(kind.service)
+    hook = hook_class(aws_conn_id=aws_conn_id, region_name=region_name, verify=verify, config=botocore_config, **extra)
     hook.mlscale_params = (aws_conn_id, region_name, verify, botocore_config)  # for the logs hook of the same wait
     return hook
 
 
-def _shared_made(key: tuple, make) -> Any:
-    with _shared_lock:  # held while a hook is made, so that each is made once; only worker threads take it
-        made, hook = _shared.get(key, (0.0, None))
-        if hook is None or time.monotonic() - made > SHARED_HOOK_SECONDS:
-            hook = make()
-            hook.conn  # noqa: B018 - the client, made now, under the lock
-            _shared[key] = (time.monotonic(), hook)
-    return hook
-
-
-def _key(service: str, aws_conn_id, region_name, verify, botocore_config) -> tuple:
-    return (service, aws_conn_id, region_name, repr(verify), json.dumps(botocore_config, sort_keys=True, default=str))
-
-
 def shared_hook(kind: ResourceKind, aws_conn_id: str | None, region_name: str | None = None,
                 verify: bool | str | None = None, botocore_config: dict | None = None):  # fmt: skip
-    """hook_for's hook, one per (service, connection, region, verify, config) in this process, its client made.
+    """hook_for's hook, one per (service, connection, region, verify, config) in this process, its client made
+    (the process's one hook cache, mlscale.hooks.clients; the connection read again every SHARED_HOOK_SECONDS).
 
     A triggerer runs hundreds of waits: a hook each meant a boto3 client each, every one holding its own copy of
     the service model (several MB for SageMaker). boto3 clients are thread-safe, so the waits share them
     (https://boto3.amazonaws.com/v1/documentation/api/latest/guide/clients.html#multithreading-or-multiprocessing).
     Blocking (the connection is read): call it in a thread, never on the triggerer's event loop."""
-    return _shared_made(_key(kind.service, aws_conn_id, region_name, verify, botocore_config),
-                        lambda: hook_for(kind, aws_conn_id, region_name, verify, botocore_config))  # fmt: skip
+    from mlscale.hooks import clients
+
+    hook_class, extra = _hook_class(kind.service)
+    hook = clients.shared_hook(hook_class, recheck_seconds=SHARED_HOOK_SECONDS, aws_conn_id=aws_conn_id,
+                               region_name=region_name, verify=verify, config=botocore_config, **extra)  # fmt: skip
+    hook.mlscale_params = (aws_conn_id, region_name, verify, botocore_config)
+    hook.conn  # noqa: B018 - the client, made now, in the caller's thread
+    return hook
 
 
 def shared_logs_hook(hook: Any):
     """The provider's AwsLogsHook on the same connection as `hook` (one of hook_for's), shared like shared_hook."""
     from airflow.providers.amazon.aws.hooks.logs import AwsLogsHook
 
+    from mlscale.hooks import clients
+
     params = getattr(hook, "mlscale_params", None)  # an operator's own hook has its connection's fields instead
     aws_conn_id, region_name, verify, botocore_config = params or (
         hook.aws_conn_id, hook._region_name, hook._verify, hook._config)  # fmt: skip
-    return _shared_made(_key("logs", aws_conn_id, region_name, verify, botocore_config),
-                        lambda: AwsLogsHook(aws_conn_id=aws_conn_id, region_name=region_name, verify=verify,
-                                            config=botocore_config))  # fmt: skip
+    return clients.shared_hook(AwsLogsHook, recheck_seconds=SHARED_HOOK_SECONDS, aws_conn_id=aws_conn_id,
+                               region_name=region_name, verify=verify, config=botocore_config)  # fmt: skip
+
+
+def _key(service: str, aws_conn_id, region_name, verify, botocore_config) -> tuple:
+    return (service, aws_conn_id, region_name, repr(verify), json.dumps(botocore_config, sort_keys=True, default=str))
 
 
 def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -> list[str]:
@@ -113,9 +114,6 @@ class ResourceWatch:
 
     def __init__(self, kind: ResourceKind, resource_id: str, hook: Any, log_since_ms: int | None = None,
                  interval: float = 30.0, full: bool = False):  # fmt: skip
-        from mlscale.waits.log_budget import budget_for
-        from mlscale.waits.poller import poller_for
-
         self.kind, self.resource_id, self.client = kind, resource_id, hook.conn
         self.interval, self.full = float(interval), full
         self.poller = poller_for(kind, hook_key(hook), self.client)
@@ -125,13 +123,13 @@ class ResourceWatch:
         self.tail_error: str | None = None
         self.tail = self.progress = None
         if kind.log_group:
-            from mlscale.hooks.job_logs import JobLogTail
-            from mlscale.hooks.progress import ProgressReporter
+            from mlscale.waits.job_logs import JobLogTail
+            from mlscale.waits.progress import ProgressReporter
 
             self.tail = JobLogTail(hook, kind.log_group, resource_id, since_ms=log_since_ms)
             self.progress = ProgressReporter(kind.name_key, kind.status_key)
         elif kind.log_tail:
-            self.tail = kind.log_tail(hook, resource_id, log_since_ms)
+            self.tail = kind.log_tail(self.client, shared_logs_hook(hook).conn, resource_id, log_since_ms)
 
     def poll(self) -> tuple[dict, list[str]]:
         """(the resource's description, the lines to log); blocking: a trigger runs it in a thread."""
@@ -161,8 +159,6 @@ class ResourceWatch:
     def _retrying(self, describe) -> tuple[dict, list[str]]:
         """A describe, tried again while AWS throttles it (after botocore's own retries), backing off up to
         THROTTLED_BACKOFF_MAX seconds with jitter: a throttle never decides a wait, only the resource's status."""
-        from mlscale.hooks import errors
-
         said, delay = [], 1.0
         while True:
             try:

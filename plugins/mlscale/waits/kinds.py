@@ -15,6 +15,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from mlscale.hooks import errors
+from mlscale.waits.batch_logs import BatchLogTail
+from mlscale.waits.poller import service_time
 
 Client = Any  # a boto3 client of the kind's service
 
@@ -32,7 +34,8 @@ class ResourceKind:
     stop: Callable[[Client, str], None] | None = None  # what on_kill calls; None: the service has no stop
     not_found_codes: tuple[str, ...] = ("ResourceNotFound", "ResourceNotFoundException")
     log_group: str | None = None  # CloudWatch log group streamed into the task log while it waits
-    log_tail: Callable[..., Any] | None = None  # (hook, resource_id, since_ms) -> a tail with poll(description)
+    # (the kind's client, a CloudWatch Logs client, resource_id, since_ms) -> a tail with poll(description), cost
+    log_tail: Callable[..., Any] | None = None
     name_key: str = ""  # the describe answer's name field (progress lines)
     status_key: str = ""
     summary: Callable[[dict], dict] = lambda description: {}  # small JSON (a sensor's XCom)
@@ -84,8 +87,6 @@ def _sagemaker_job(name: str, prefix: str, summary: Callable[[dict], dict]) -> R
 
     def list_changed(client: Client, since: Any) -> tuple[list[dict], Any, int]:
         """The jobs modified after `since`, 100 a page (the API's largest), and the service's time."""
-        from mlscale.waits.poller import service_time
-
         summaries, first, calls, token = [], None, 0, None
         while True:
             page = getattr(client, f"list_{name}_jobs")(LastModifiedTimeAfter=since, MaxResults=100,
@@ -317,18 +318,12 @@ def batch_summary(d: dict) -> dict[str, Any]:
             "seconds": (d["stoppedAt"] - d["startedAt"]) / 1000 if d.get("stoppedAt") and d.get("startedAt") else None}  # fmt: skip
 
 
-def _batch_log_tail(hook: Any, job_id: str, since_ms: int | None = None) -> Any:
-    from mlscale.hooks.batch_logs import BatchLogTail
-
-    return BatchLogTail(hook, job_id, since_ms)
-
-
 BATCH_JOB = ResourceKind(
     name="batch_job", noun="Batch job", service="batch", describe=_describe_batch_job,
     describe_many=_describe_batch_jobs, batch_size=100,
     status=lambda d: d["status"], succeeded=("SUCCEEDED",), failed=("FAILED",), reason=_batch_reason,
     stop=lambda client, job_id: client.terminate_job(jobId=job_id, reason="Terminated by mlscale: its Airflow task was killed"),
-    log_tail=_batch_log_tail, name_key="jobName", status_key="status", summary=batch_summary,
+    log_tail=BatchLogTail, name_key="jobName", status_key="status", summary=batch_summary,
 )  # fmt: skip
 
 KINDS: dict[str, ResourceKind] = {kind.name: kind for kind in (
