@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install browser demo airflow test test-fast bench emulator-up emulator-down lock clean
+.PHONY: install system-packages browser demo airflow test test-fast bench emulator-up emulator-down lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -22,12 +22,18 @@ demo: install  ## the example DAG end to end on the local emulator, with a summa
 airflow: install  ## the emulator and Airflow standalone with mlscale loaded; prints the URL and login
 	$(BIN)/mlscale airflow
 
-browser:  ## Debian's chromium for the browser test: installed with apt when missing and running as root
-	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && \
-	  apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
-	  echo "chromium is not installed (needs root and apt): the browser test will be skipped"
+# Debian's chromium (the browser test) and redis-server (the stack tests' Celery broker): installed with apt
+# when missing and running as root; without them the browser test is skipped and the stack runs LocalExecutor.
+SYSTEM_PACKAGES := chromium redis-server
+system-packages:
+	@missing="$$(for p in $(SYSTEM_PACKAGES); do command -v $$p >/dev/null || echo $$p; done)"; \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq >/dev/null && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } || \
+	  echo "not installed (needs root and apt): $$missing"
 
-test: install browser  ## the whole suite: unit, emulator, Airflow, end-to-end and browser tests
+browser: system-packages
+
+test: install system-packages  ## the whole suite: unit, emulator, Airflow, end-to-end and browser tests
 	$(BIN)/python -m pytest -q
 
 test-fast: install  ## unit tests only (no emulator server, no Airflow run)

@@ -29,6 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     demo_parser.add_argument("conf", nargs="?", help='DAG params as JSON, e.g. \'{"storage": "fsx_lustre"}\'')
     airflow_parser = sub.add_parser("airflow", help="Airflow (scheduler, triggerer, dag processor, API server on PostgreSQL) with mlscale, against the emulator")
     airflow_parser.add_argument("--port", type=int, default=8080, help="the Airflow UI and API (default 8080)")
+    airflow_parser.add_argument("--executor", choices=("local", "celery"), default="local",
+                                help="LocalExecutor (default), or CeleryExecutor on a Redis broker (redis-server)")
+    airflow_parser.add_argument("--workers", type=int, default=2, help="Celery workers (default 2; --executor celery)")
     args = parser.parse_args(argv)
     try:
         return _run(args)
@@ -41,7 +44,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "airflow":
         from mlscale import local_airflow
 
-        return local_airflow.main(args.port)
+        if args.workers < 1:
+            raise RuntimeError(f"--workers must be at least 1 (got {args.workers})")
+        return local_airflow.main(args.port, workers=args.workers if args.executor == "celery" else 0)
     if args.command == "demo":
         from mlscale import demo
 

@@ -1,7 +1,8 @@
 """Airflow on this machine against the local emulator: its environment, the training pool, `mlscale airflow`.
 
-`mlscale airflow` runs Airflow's scheduler, triggerer, dag processor and API server (LocalExecutor, on a
-PostgreSQL server of its own: mlscale.local_database; every listener on 127.0.0.1: mlscale.local_components)
+`mlscale airflow` runs Airflow's scheduler, triggerer, dag processor and API server (LocalExecutor, or with
+`--executor celery` Celery workers on a Redis broker; on a PostgreSQL server of its own: mlscale.local_database;
+every listener on 127.0.0.1: mlscale.local_components)
 with mlscale's DAGs and plugin, an `aws_default` connection that points at the emulator, and the training
 pool. It prints the URL and the login, and stops Airflow, the database and the emulator on Ctrl-C or SIGTERM.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -90,14 +92,18 @@ def wait_until_healthy(url: str, components, timeout: float = 300) -> None:
     raise TimeoutError(f"Airflow at {url} was not healthy after {timeout:.0f} s")
 
 
-def main(port: int = 8080) -> int:
-    """Start the emulator, PostgreSQL and Airflow's components; print the URL and login; stop all on Ctrl-C/SIGTERM."""
+def main(port: int = 8080, workers: int = 0) -> int:
+    """Start the emulator, PostgreSQL and Airflow's components; print the URL and login; stop all on Ctrl-C/SIGTERM.
+    `workers`: the CeleryExecutor with that many workers and a Redis broker; 0: the LocalExecutor."""
     from mlscale import local_database
     from mlscale.emulator import control
     from mlscale.local_components import Components
 
     # raise KeyboardInterrupt on both, also when started from a script or a background shell, which starts
     # us with SIGINT ignored (Python then installs no handler of its own)
+    if workers and shutil.which("redis-server") is None:
+        raise RuntimeError("--executor celery needs Redis's server as its broker: install Debian's redis-server "
+                           "(apt-get install redis-server), or run without --executor celery")  # fmt: skip
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
@@ -124,7 +130,9 @@ def main(port: int = 8080) -> int:
         ensure_training_pool()
         control.provision_arrivals(config)  # before the triggerer starts the pipeline's queue watcher
         user, password = login(home)
-        components = Components(env, home, port)
+        from mlscale.emulator.executors.processes import free_port
+
+        components = Components(env, home, port, workers=workers, broker_port=free_port() if workers else 0)
         components.start()
         print(f"Starting Airflow (logs: {home}/<component>.log) ...", flush=True)
         wait_until_healthy(url, components)

@@ -3,7 +3,8 @@
 - every listener on 127.0.0.1: the API server binds there, and the scheduler and triggerer run with
   `--skip-serve-logs` (their log servers bind every interface, and on one machine the API server reads the
   task and trigger log files directly);
-- LocalExecutor and the simple auth manager, as standalone forces them;
+- LocalExecutor and the simple auth manager, as standalone forces them; or (`--executor celery --workers N`)
+  the CeleryExecutor, N workers and Debian's redis-server as the broker (the layout of docker-compose.yaml);
 - the scheduler with the fix for apache/airflow#72716 (mlscale.local_scheduler), so the stage triggers need
   not hold their first event;
 - each in its own session, so a Ctrl-C in the terminal reaches `mlscale airflow` only, which stops them in
@@ -33,35 +34,60 @@ HEALTHY_SECONDS = 60  # up this long, a component's next restart starts from the
 RESTART_LIMIT, RESTART_WINDOW = 5, 300  # this many restarts of one component within this many seconds: give up
 
 
-def commands(port: int) -> dict[str, list[str]]:
-    return {
-        "scheduler": ["scheduler", "--skip-serve-logs"],
-        "dag-processor": ["dag-processor"],
-        "triggerer": ["triggerer", "--skip-serve-logs"],
-        "api-server": ["api-server", "--host", "127.0.0.1", "--port", str(port)],
+def commands(port: int, workers: int = 0, broker_port: int = 0, broker_dir: Path | None = None) -> dict[str, list[str]]:
+    """Each component's command; with `workers`, a Redis broker and that many Celery workers besides."""
+    airflow = [sys.executable, "-m", "airflow"]
+    found = {
+        "scheduler": [sys.executable, "-m", "mlscale.local_scheduler", "scheduler", "--skip-serve-logs"],
+        "dag-processor": [*airflow, "dag-processor"],
+        "triggerer": [*airflow, "triggerer", "--skip-serve-logs"],
+        "api-server": [*airflow, "api-server", "--host", "127.0.0.1", "--port", str(port)],
     }
+    if not workers:
+        return found
+    # the broker keeps its queue in an append-only file: a Redis that dies and starts again loses no task
+    broker = ["redis-server", "--bind", "127.0.0.1", "--port", str(broker_port), "--protected-mode", "yes",
+              "--appendonly", "yes", "--save", "", "--dir", str(broker_dir)]  # fmt: skip
+    return {"redis": broker, **found, **{f"worker-{n}": [*airflow, "celery", "worker", "--celery-hostname",
+                                                         f"worker-{n}@%h", "--skip-serve-logs"]
+                                         for n in range(1, workers + 1)}}  # fmt: skip
 
 
 class Components:
-    def __init__(self, env: dict[str, str], log_dir: Path, port: int):
+    """`workers` 0: the LocalExecutor; else the CeleryExecutor with that many workers on a Redis broker at
+    `broker_port`, its results in Airflow's own database."""
+
+    def __init__(self, env: dict[str, str], log_dir: Path, port: int, workers: int = 0, broker_port: int = 0):
         self.env = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
-                    "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0", "AIRFLOW__MLSCALE__POLL_INTERVAL": "2"}  # fmt: skip
-        self.log_dir, self.port = log_dir, port
+                    "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0", "AIRFLOW__MLSCALE__POLL_INTERVAL": "2",
+                    # a task whose worker died is failed (and retried) after a minute, not five
+                    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60"}  # fmt: skip
+        if workers:
+            self.env.update({
+                "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+                "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{broker_port}/0",
+                "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", ""),
+                "AIRFLOW__CELERY__WORKER_CONCURRENCY": "8",
+            })  # fmt: skip
+        self.log_dir, self.port, self.workers, self.broker_port = log_dir, port, workers, broker_port
         self.sessions_dir = log_dir / "sessions"  # what a killed `mlscale airflow` leaves, its next start ends
         self.processes: dict[str, subprocess.Popen] = {}
         self.started_at: dict[str, float] = {}
         self.restarts: dict[str, list[float]] = {}  # name -> when it was restarted
         self.left: list[subprocess.Popen] = []  # a restarted scheduler's session, its tasks still finishing
 
+    def _commands(self) -> dict[str, list[str]]:
+        return commands(self.port, self.workers, self.broker_port, self.log_dir / "redis")
+
     def start(self) -> None:
-        for name in commands(self.port):
+        if self.workers:
+            (self.log_dir / "redis").mkdir(exist_ok=True)
+        for name in self._commands():
             self._start(name)
 
     def _start(self, name: str) -> None:
-        args = commands(self.port)[name]
         with open(self.log_dir / f"{name}.log", "ab") as log:
-            module = "mlscale.local_scheduler" if name == "scheduler" else "airflow"
-            self.processes[name] = subprocess.Popen([sys.executable, "-m", module, *args], env=self.env,
+            self.processes[name] = subprocess.Popen(self._commands()[name], env=self.env,
                                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                                     start_new_session=True,
                                                     preexec_fn=sessions.dies_with_parent())  # fmt: skip
@@ -90,7 +116,7 @@ class Components:
                           "the others.", flush=True)  # fmt: skip
                     return 1
                 print(f"Airflow's {gone} stopped; starting it again in {delay} s.", flush=True)
-                if name == "scheduler":  # its LocalExecutor workers finish the tasks they run; ended at stop
+                if name == "scheduler" and not self.workers:  # its LocalExecutor workers finish their tasks
                     self.left.append(process)
                 else:  # a triggerer's runner, a server's workers: nothing of theirs outlives them
                     self._end(process)

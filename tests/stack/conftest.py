@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -176,7 +177,10 @@ def _start(tmp: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
     env.update({"MLSCALE_HOME": str(tmp), "MLSCALE_EMULATOR_PORT": str(free_port()), "MLSCALE_REPO": str(REPO)})
-    process = subprocess.Popen([sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port)], env=env,
+    # Celery with two workers, as docker-compose.yaml runs Airflow, where Redis's server is installed (make test
+    # installs Debian's); else the LocalExecutor
+    executor = ["--executor", "celery", "--workers", "2"] if shutil.which("redis-server") else []
+    process = subprocess.Popen([sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port), *executor], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     return process, port
 

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.conftest import wait_for_job
 from tests.stack.conftest import PRODUCER, dump, emulator_client
 
 # Small days, one instance, one epoch: the point is three intervals, not accuracy. The history, 10-04 .. 10-24,
@@ -72,7 +73,8 @@ def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_n
     # (the run the live producer run's arrival started included). The task instances may overlap for a moment: a resumed
     # task gives its slot back while it waits to be queued again, but its job has ended by then.
     assert all(stack.task_states(r)["train"]["pool"] == "mlscale_training" for r in RUNS)
-    jobs = [sagemaker.describe_training_job(TrainingJobName=j["TrainingJobName"]) for j in sagemaker.list_training_jobs(
+    # other runs' jobs count too; one may still be training (no end time yet): wait for each to end
+    jobs = [wait_for_job(sagemaker, j["TrainingJobName"], timeout=600) for j in sagemaker.list_training_jobs(
         NameContains="mlscale-pipeline-train", MaxResults=100)["TrainingJobSummaries"]]  # fmt: skip
     spans = sorted((job["CreationTime"], job["TrainingEndTime"], job["TrainingJobName"]) for job in jobs)
     assert len(spans) >= 3
