@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 
+import psutil
 import pytest
 
 from tests.stack.conftest import dump, emulator_client
@@ -95,3 +98,51 @@ def test_marking_a_deferred_training_task_failed_stops_its_job(airflow_stack, da
         time.sleep(1)
     assert status in ("Stopping", "Stopped")
     assert stack.wait_for_runs([run_id], timeout=120, dag_id=dag_id)[run_id]["state"] == "failed"
+
+
+def test_a_worker_killed_while_a_stage_runs_leaves_one_job_that_the_next_try_reattaches(airflow_stack, data_prefix):
+    """Celery: SIGKILL the worker that runs `train` (as a lost machine); its task fails once its heartbeat is
+    stale, the user clears it, and the new try, on whichever worker, finds the first try's job by its name."""
+    import shutil
+    import time
+
+    from mlscale.naming import resource_name
+
+    if not shutil.which("redis-server"):
+        pytest.skip("the stack runs Celery workers only where redis-server is installed (make test installs it)")
+    stack, dag_id = airflow_stack, "mlscale_minimal"
+    stack.unpause(dag_id)
+    run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 2, "poll_interval": 2})
+    deadline = time.monotonic() + 300
+    while (train := stack.task_states(run_id, dag_id).get("train", {})).get("state") != "running" or not train.get("pid"):
+        assert time.monotonic() < deadline, dump(stack.task_states(run_id, dag_id))
+        time.sleep(0.1)
+    task = psutil.Process(train["pid"])
+    worker = next(p for p in task.parents() if "celery worker" in " ".join(p.cmdline()))
+    group = os.getpgid(worker.pid)
+    worker.send_signal(signal.SIGKILL)
+
+    deadline = time.monotonic() + 240  # the heartbeat timeout (60 s) fails it, unless it deferred before the kill
+    while (state := stack.task_states(run_id, dag_id)["train"]["state"]) not in ("failed", "deferred", "success"):
+        assert time.monotonic() < deadline, dump(stack.task_states(run_id, dag_id))
+        time.sleep(1)
+    assert not [p for p in psutil.process_iter() if _group(p) == group], "the killed worker left processes"
+    if state == "failed":
+        with stack.api() as api:  # what "Clear" on the failed task in the UI sends
+            api.post(f"/dags/{dag_id}/clearTaskInstances", json={
+                "dry_run": False, "dag_run_id": run_id, "task_ids": ["train"], "only_failed": True,
+                "reset_dag_runs": True}).raise_for_status()  # fmt: skip
+    run = stack.wait_for_runs([run_id], timeout=600, dag_id=dag_id)[run_id]
+    assert run["state"] == "success", stack.failure_report([run_id], dag_id)
+    name = resource_name(dag_id, "train", run_id)
+    jobs = emulator_client(stack, "sagemaker").list_training_jobs(NameContains=name, MaxResults=100)
+    assert [j["TrainingJobName"] for j in jobs["TrainingJobSummaries"]] == [name]  # one job, not two
+    if state == "failed":  # the usual case: killed before it deferred, so the second try did the wait
+        assert stack.task_states(run_id, dag_id)["train"]["try_number"] == 2
+
+
+def _group(process: psutil.Process) -> int | None:
+    try:
+        return os.getpgid(process.pid)
+    except (ProcessLookupError, psutil.Error):
+        return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import shutil
 
 import psutil
 
@@ -23,3 +24,6 @@ def test_the_stack_runs_on_postgresql_and_listens_on_loopback_only(airflow_stack
     assert listening, "found none of the stack's listeners"
     assert all(ipaddress.ip_address(c.laddr.ip).is_loopback for c in listening), [
         (c.laddr, psutil.Process(c.pid).cmdline()[:4]) for c in listening]  # fmt: skip
+    if shutil.which("redis-server"):  # the stack tests run Celery, as docker-compose.yaml does
+        commands = [" ".join(p.cmdline()) for p in root.children()]
+        assert sum("celery worker" in c for c in commands) == 2 and any("redis-server" in c for c in commands)
