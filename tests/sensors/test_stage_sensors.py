@@ -104,3 +104,20 @@ def test_fsx_and_greengrass_sensors_name_their_resources(emulator):
     device = GreengrassDeploymentSensor(task_id="sense", deployment_id="d-1", thing_name="thing-1")
     assert device.kind.name == "greengrass_device" and device.resource_id == "thing-1/d-1"
     assert GreengrassDeploymentSensor(task_id="sense", deployment_id="d-1").kind.name == "greengrass_deployment"
+
+
+def test_a_sensor_maps_over_many_resources_by_its_id_field():
+    """`.partial(...).expand(job_id=...)`: Airflow maps only parameters it can see in the class's signature."""
+    import pendulum
+    from airflow.sdk import DAG
+
+    from mlscale.sensors import BatchJobSensor, TrainingJobSensor
+
+    with DAG("mapped_sensors", start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), schedule=None) as dag:
+        BatchJobSensor.partial(task_id="batch", deferrable=True, poke_interval=10).expand(job_id=["a", "b"])
+        TrainingJobSensor.partial(task_id="training").expand(job_name=["x", "y"])
+    assert dag.task_dict["batch"].expand_input.value == {"job_id": ["a", "b"]}
+    with pytest.raises(TypeError, match="unexpected keyword argument 'job_name'"):
+        BatchJobSensor.partial(task_id="wrong", dag=dag).expand(job_name=["x"])
+    with pytest.raises(TypeError, match="missing keyword argument 'job_id'"):
+        BatchJobSensor(task_id="no_id")

@@ -14,6 +14,7 @@ final metrics).
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -94,12 +95,15 @@ class StageSensor(AwsBaseSensor[AwsBaseHook]):
 
 
 def _sensor(name: str, kind: ResourceKind, id_field: str, doc: str) -> type[StageSensor]:
-    def __init__(self, **kwargs: Any):
-        if id_field not in kwargs:
-            raise TypeError(f"{name} needs {id_field}=: the {kind.noun} to wait for")
+    def __init__(self, **kwargs: Any):  # Airflow refuses a call without the id ("missing keyword argument")
         setattr(self, id_field, kwargs.pop(id_field))
         StageSensor.__init__(self, **kwargs)
 
+    # the id as a named parameter: Airflow's `.partial(...).expand(job_name=...)` accepts only those it can see
+    __init__.__signature__ = inspect.Signature([
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        inspect.Parameter(id_field, inspect.Parameter.KEYWORD_ONLY),
+        inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])  # fmt: skip
     namespace = {"__init__": __init__, "__doc__": doc, "__module__": __name__, "kind_of_sensor": kind,
                  "id_field": id_field, "template_fields": (*aws_template_fields(), id_field)}  # fmt: skip
     return type(name, (StageSensor,), namespace)
