@@ -12,8 +12,9 @@
 - Data stages (benchmarks/data_bench.py): shard writing against pyarrow's
   write_dataset and a raw copy; the shard loader against one file per record,
   at the default data size and at four times it.
-- Triggerer capacity (benchmarks/trigger_bench.py): concurrent training-job
-  waits on mlscale's trigger against the provider's SageMakerTrigger.
+- Triggerer capacity (benchmarks/trigger_bench.py): concurrent training-job and
+  Batch-job waits on mlscale's trigger against the provider's SageMakerTrigger and
+  BatchJobTrigger, behind the emulator's request-rate limits.
 - Emulator overhead (benchmarks/emulator_bench.py): a training job through the
   emulator against the same script run directly, 1 and 2 instances; a processing
   job and a Batch Transform the same way.

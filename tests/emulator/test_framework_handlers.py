@@ -125,3 +125,42 @@ def test_xgboost_reads_libsvm_as_its_container_does(tmp_path):
     libsvm_answer, _ = chain(b"0 0:5 1:1 2:4\n0 0:3 1:6 2:2", "text/libsvm", "application/json")
     assert json.loads(libsvm_answer) == pytest.approx(json.loads(csv_answer))
     assert json.loads(csv_answer) == pytest.approx(model.predict(xgboost.DMatrix(data)).tolist())
+
+
+def test_an_endpoint_runs_the_inference_script_the_sdk_uploads_as_its_submit_directory(emulator, clients, svc):
+    """`SKLearnModel(entry_point=..., source_dir=...).deploy()` / `estimator.deploy()`: the model archive has no
+    code/; the script is an S3 sourcedir.tar.gz named by SAGEMAKER_SUBMIT_DIRECTORY, as Batch Transform reads it."""
+    import boto3
+    from sklearn.datasets import load_digits
+
+    from tests.conftest import upload_source
+
+    model = _model_member(clients, "sk/model.tar.gz", "model.joblib")  # the same model, without its code/
+    clients["s3"].put_object(Bucket="mlscale-test", Key="sk-sdk/model.tar.gz", Body=model_tar({"model.joblib": model}))
+    script = INFERENCE.decode() + "\ndef predict_fn(data, model):\n    return model.predict(data) + 100\n"
+    sourcedir = upload_source(clients["s3"], {"serve.py": script}, "sk-sdk/sourcedir.tar.gz")
+    sm = clients["sagemaker"]
+    sm.create_model(ModelName="sk-sdk", ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+                    PrimaryContainer={"Image": SKLEARN_IMAGE, "ModelDataUrl": "s3://mlscale-test/sk-sdk/model.tar.gz",
+                                      "Environment": {"SAGEMAKER_PROGRAM": "serve.py",
+                                                      "SAGEMAKER_SUBMIT_DIRECTORY": sourcedir}})  # fmt: skip
+    sm.create_endpoint_config(EndpointConfigName="sk-sdk", ProductionVariants=[{
+        "VariantName": "AllTraffic", "ModelName": "sk-sdk", "InitialInstanceCount": 1, "InstanceType": "ml.m5.large"}])  # fmt: skip
+    sm.create_endpoint(EndpointName="sk-sdk", EndpointConfigName="sk-sdk")
+    sm.get_waiter("endpoint_in_service").wait(EndpointName="sk-sdk", WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+    try:
+        runtime = boto3.client("sagemaker-runtime", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
+        answer = runtime.invoke_endpoint(
+            EndpointName="sk-sdk", ContentType="application/json", Accept="application/json",
+            Body=json.dumps(load_digits().data[1500:1503].tolist()))  # fmt: skip
+        assert np.ravel(json.loads(answer["Body"].read())).tolist() == (svc[:3] + 100).tolist()  # the script's
+    finally:
+        sm.delete_endpoint(EndpointName="sk-sdk")
+
+
+def _model_member(clients, key: str, member: str) -> bytes:
+    import tarfile
+
+    body = clients["s3"].get_object(Bucket="mlscale-test", Key=key)["Body"].read()
+    with tarfile.open(fileobj=io.BytesIO(body)) as tar:
+        return tar.extractfile(member).read()

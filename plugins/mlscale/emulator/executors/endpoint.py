@@ -10,10 +10,9 @@ from __future__ import annotations
 import itertools
 import random
 import threading
-from pathlib import Path
 
 from mlscale.emulator import confine, job_env, settings
-from mlscale.emulator.executors import s3io
+from mlscale.emulator.executors import model_code
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import shutting_down
 from mlscale.emulator.executors.transform import ModelContainer, TransformFailed
@@ -54,15 +53,13 @@ class Fleet:
             for index in range(int(variant.get("InitialInstanceCount", 1))):
                 if shutting_down.is_set():  # a server started now would outlive the emulator
                     raise TransformFailed("the emulator is stopping")
-                model_dir = confine.within(root, variant["VariantName"], f"instance-{index}")
-                model_dir.mkdir(parents=True, exist_ok=True)
-                if container.get("ModelDataUrl") and not any(model_dir.iterdir()):
-                    s3io.download_and_extract(s3, container["ModelDataUrl"], model_dir)
+                model_dir, code_dir = model_code.unpack(
+                    s3, container, confine.within(root, variant["VariantName"], f"instance-{index}"))
                 shipper = LogShipper(logs, f"{LOG_GROUP}/{self.endpoint_name}",
                                      f"{variant['VariantName']}/i-emulated{index:04d}")  # fmt: skip
                 self._shippers.append(shipper)
                 env = {"SAGEMAKER_REGION": self.region, "PYTHONUNBUFFERED": "1", **(container.get("Environment") or {})}
-                servers.append(ModelContainer(Path(model_dir), None, _base_env(env), shipper, container.get("Image", "")))
+                servers.append(ModelContainer(model_dir, code_dir, _base_env(env), shipper, container.get("Image", "")))
             self._round_robin[variant["VariantName"]] = itertools.cycle(servers)
         for servers in self.servers.values():
             for server in servers:

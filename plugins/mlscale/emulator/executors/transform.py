@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mlscale.emulator import job_env, settings
-from mlscale.emulator.executors import s3io
+from mlscale.emulator.executors import model_code, s3io
 from mlscale.emulator.executors.data_processing import FilterError, filter_input, join_and_filter
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import free_port, launch, stop_process_group
@@ -185,7 +185,7 @@ class TransformRun:
         containers, shippers = self._containers, []
         try:
             for index in range(count):
-                model_dir, code_dir = self._unpack(s3, container, index)
+                model_dir, code_dir = model_code.unpack(s3, container, self.job_dir / f"instance-{index}")
                 shipper = LogShipper(logs, LOG_GROUP, f"{job.transform_job_name}/i-emulated{index:04d}")
                 shippers.append(shipper)
                 containers.append(ModelContainer(model_dir, code_dir, self._env(container), shipper,
@@ -200,20 +200,6 @@ class TransformRun:
                 model_server.stop()
             for shipper in shippers:
                 shipper.close()
-
-    def _unpack(self, s3, container: dict, index: int) -> tuple[Path, Path | None]:
-        root = self.job_dir / f"instance-{index}"
-        model_dir = root / "model"
-        model_dir.mkdir(parents=True, exist_ok=True)
-        if container.get("ModelDataUrl"):
-            s3io.download_and_extract(s3, container["ModelDataUrl"], model_dir)
-        submit = (container.get("Environment") or {}).get("SAGEMAKER_SUBMIT_DIRECTORY", "")
-        if submit.startswith("s3://"):
-            code_dir = root / "code"
-            code_dir.mkdir(exist_ok=True)
-            s3io.download_and_extract(s3, submit, code_dir)
-            return model_dir, code_dir
-        return model_dir, Path(submit) if submit and Path(submit).is_dir() else None
 
     def _env(self, container: dict) -> dict[str, str]:
         job = self.job
