@@ -101,8 +101,7 @@ def main(count: int = 300, seconds: int = 420) -> int:
         while True:
             family = [triggerer, *triggerer.children(recursive=True)]
             peak_rss = max(peak_rss, sum(_rss(p) for p in family))
-            states = api.get(f"/dags/mlscale_many_waits/dagRuns/{run_id}/taskInstances",
-                             params={"limit": count + 10}).json()["task_instances"]  # fmt: skip
+            states = _task_instances(api, run_id)
             deferred_max = max(deferred_max, sum(1 for t in states if t["state"] == "deferred"))
             run = api.get(f"/dags/mlscale_many_waits/dagRuns/{run_id}").json()
             if run["state"] in ("success", "failed"):
@@ -118,6 +117,17 @@ def main(count: int = 300, seconds: int = 420) -> int:
     finally:
         stack.send_signal(signal.SIGTERM)
         stack.wait(120)
+
+
+def _task_instances(api: httpx.Client, run_id: str) -> list[dict]:
+    """Every task instance of the run: the API answers at most [api] maximum_page_limit (100) a page."""
+    found: list[dict] = []
+    while True:
+        page = api.get(f"/dags/mlscale_many_waits/dagRuns/{run_id}/taskInstances",
+                       params={"limit": 100, "offset": len(found)}).raise_for_status().json()  # fmt: skip
+        found += page["task_instances"]
+        if not page["task_instances"] or len(found) >= page["total_entries"]:
+            return found
 
 
 def _rss(process: psutil.Process) -> int:

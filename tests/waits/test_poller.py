@@ -184,3 +184,13 @@ def test_fsx_refuses_a_batch_with_an_unknown_id_so_each_is_asked_alone(clock):
     found = KINDS["fsx_file_system"].describe_many(fsx, ["fs-1", "fs-gone", "fs-2"])
     assert found["fs-gone"] is None and found["fs-1"]["Lifecycle"] == "AVAILABLE"
     assert fsx.calls == 4
+
+
+def test_the_summaries_kept_are_bounded_and_a_dropped_job_is_described_when_asked(clock, monkeypatch):
+    monkeypatch.setattr(poller_module, "SEEN_MAX", 50)
+    sagemaker = FakeSageMaker({f"job-{i:03d}": ("InProgress", "Training", now()) for i in range(120)})
+    shared = Poller(KINDS["training"], sagemaker)
+    assert shared.describe("job-000", max_age=5)["TrainingJobStatus"] == "InProgress"
+    assert list(shared._seen) == ["job-000"]  # over the bound: only what a wait asks for is kept
+    assert shared.describe("job-119", max_age=5)["TrainingJobStatus"] == "InProgress"
+    assert sagemaker.describes == 1  # the dropped one, described once

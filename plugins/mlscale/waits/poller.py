@@ -40,6 +40,7 @@ LOOKBACK_SECONDS = 300  # how far back a refresh lists when a wait first asks fo
 SKEW_SECONDS = 5  # the Date header's second resolution, and a change recorded as the list was answered
 FORGET_SECONDS = 600  # an id nobody asked for this long (a wait cancelled) is no longer refreshed
 THROTTLED_BACKOFF_MAX = 30.0
+SEEN_MAX = 20_000  # list summaries kept of jobs no wait asks for (a long-lived triggerer in a busy account)
 GATHER_SECONDS = 0.05  # between full refreshes, how long a wait's first look waits for others to join it
 
 
@@ -168,6 +169,9 @@ class Poller:
             summaries, service_time, calls = self.kind.list_changed(self.client, since)
             self.calls += calls
             self._seen.update({summary[self.kind.name_key]: summary for summary in summaries})
+            if len(self._seen) > SEEN_MAX:  # keep the wanted: a job dropped here is described if a wait comes
+                wanted = set(ids)
+                self._seen = {name: summary for name, summary in self._seen.items() if name in wanted}
             self._since = (service_time or datetime.now(timezone.utc)) - timedelta(seconds=SKEW_SECONDS)
         answers: dict[str, dict | ClientError] = {}
         for resource_id in ids:
