@@ -122,7 +122,7 @@ def test_a_worker_killed_while_a_stage_runs_leaves_one_job_that_the_next_try_rea
     group = os.getpgid(worker.pid)
     worker.send_signal(signal.SIGKILL)
 
-    deadline = time.monotonic() + 240  # the heartbeat timeout (60 s) fails it, unless it deferred before the kill
+    deadline = time.monotonic() + 240  # the heartbeat timeout (30 s here) fails it, unless it deferred first
     while (state := stack.task_states(run_id, dag_id)["train"]["state"]) not in ("failed", "deferred", "success"):
         assert time.monotonic() < deadline, dump(stack.task_states(run_id, dag_id))
         time.sleep(1)

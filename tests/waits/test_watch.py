@@ -147,3 +147,15 @@ def test_an_error_that_is_not_a_throttle_still_fails_the_poll(monkeypatch):
     wait.tail = None
     with pytest.raises(ClientError, match="AccessDeniedException"):
         wait.poll()
+
+
+def test_a_describe_after_list_summaries_says_only_what_is_new():
+    """A failed job is described at its end after the waits read list summaries: its transitions are not
+    said again."""
+    kind = KINDS["training"]
+    summary = {"TrainingJobName": "j", "TrainingJobStatus": "InProgress", "SecondaryStatus": "Training"}
+    described = {**summary, "TrainingJobStatus": "Failed", "SecondaryStatus": "Failed", "SecondaryStatusTransitions": [
+        {"Status": "Starting"}, {"Status": "Training"}, {"Status": "Failed", "StatusMessage": "AlgorithmError"}]}
+    assert watch.status_lines(kind, summary, None) == ["j: Training"]
+    assert watch.status_lines(kind, described, summary) == ["j: Failed - AlgorithmError"]
+    assert watch.status_lines(kind, described, None) == ["j: Starting - ", "j: Training - ", "j: Failed - AlgorithmError"]

@@ -82,8 +82,12 @@ def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -
     name = description.get(kind.name_key, "")
     transitions = description.get("SecondaryStatusTransitions")
     if transitions is not None:
-        seen = len((previous or {}).get("SecondaryStatusTransitions") or [])
-        return [f"{name}: {t['Status']} - {t.get('StatusMessage', '')}" for t in transitions[seen:]]
+        before = (previous or {}).get("SecondaryStatusTransitions")
+        if previous is not None and before is None:  # the wait had a list summary: its status was said already
+            new = transitions[-1:] if transitions and transitions[-1]["Status"] != previous.get("SecondaryStatus") else []
+        else:
+            new = transitions[len(before or []):]
+        return [f"{name}: {t['Status']} - {t.get('StatusMessage', '')}" for t in new]
     secondary = description.get("SecondaryStatus")
     if secondary is not None:
         return [f"{name}: {secondary}"] if (previous or {}).get("SecondaryStatus") != secondary else []
