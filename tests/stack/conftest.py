@@ -178,7 +178,9 @@ def _start(tmp: Path) -> tuple[subprocess.Popen, int]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
     env.update({"MLSCALE_HOME": str(tmp), "MLSCALE_EMULATOR_PORT": str(free_port()), "MLSCALE_REPO": str(REPO),
                 # the worker-kill test waits this long for the dead worker's task to fail (mlscale airflow: 60 s)
-                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30"})  # fmt: skip
+                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
+                # and a SIGKILLed triggerer's triggers move to its replacement after 15 s, not 30
+                "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "15"})  # fmt: skip
     # Celery with two workers, as docker-compose.yaml runs Airflow, where Redis's server is installed (make test
     # installs Debian's); else the LocalExecutor
     executor = ["--executor", "celery", "--workers", "2"] if shutil.which("redis-server") else []

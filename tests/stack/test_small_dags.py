@@ -128,10 +128,10 @@ def test_a_worker_killed_while_a_stage_runs_leaves_one_job_that_the_next_try_rea
         time.sleep(1)
     assert not [p for p in psutil.process_iter() if _group(p) == group], "the killed worker left processes"
     if state == "failed":
-        with stack.api() as api:  # what "Clear" on the failed task in the UI sends
+        with stack.api() as api:  # what "Clear" on the failed task, with its downstream, in the UI sends
             api.post(f"/dags/{dag_id}/clearTaskInstances", json={
-                "dry_run": False, "dag_run_id": run_id, "task_ids": ["train"], "only_failed": True,
-                "reset_dag_runs": True}).raise_for_status()  # fmt: skip
+                "dry_run": False, "dag_run_id": run_id, "task_ids": ["train"], "include_downstream": True,
+                "only_failed": False, "reset_dag_runs": True}).raise_for_status()  # fmt: skip
     run = stack.wait_for_runs([run_id], timeout=600, dag_id=dag_id)[run_id]
     assert run["state"] == "success", stack.failure_report([run_id], dag_id)
     name = resource_name(dag_id, "train", run_id)
