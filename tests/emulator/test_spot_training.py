@@ -68,7 +68,9 @@ def test_an_interrupted_spot_job_resumes_from_its_checkpoint(emulator, clients, 
     metrics = {m["MetricName"]: m["Value"] for m in job["FinalMetricDataList"]}
     assert metrics["test:accuracy"] > 0.8
     saved = clients["s3"].list_objects_v2(Bucket="mlscale-test", Prefix=f"checkpoints/{name}/")["Contents"]
-    assert [o["Key"].rsplit("/", 1)[1] for o in saved] == ["checkpoint.pt"]
+    names = {o["Key"].rsplit("/", 1)[1] for o in saved}
+    # a save the reclaim cut short may have reached S3 too (SageMaker uploads the folder as it is); it is never read
+    assert "checkpoint.pt" in names and names <= {"checkpoint.pt", "checkpoint.pt.partial"}, names
 
 
 def test_the_fault_switch_refuses_what_is_not_a_running_spot_job(emulator, clients):
