@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -132,22 +133,39 @@ def _html_error(status: str, headers: list) -> bool:
     return html and status[:3] in ("404", "405", "500")
 
 
+# restJson1 services, by the name a request is signed for: their GETs and DELETEs carry no body to tell by
+REST_JSON_SIGNING_NAMES = frozenset({"batch", "greengrass", "iot", "sagemaker", "emr-serverless", "lambda"})
+_SIGNED_FOR = re.compile(r"Credential=[^/,\s]+/[^/,\s]+/[^/,\s]+/([^/,\s]+)/aws4_request")
+
+
 def _protocol(environ: dict) -> str:
+    return protocol(environ.get("HTTP_X_AMZ_TARGET"), environ.get("CONTENT_TYPE") or "",
+                    environ.get("HTTP_AUTHORIZATION") or "")  # fmt: skip
+
+
+def signing_name(authorization: str) -> str | None:
+    """The service a SigV4 request is signed for (its credential scope), or None."""
+    match = _SIGNED_FOR.search(authorization)
+    return match.group(1) if match else None
+
+
+def protocol(amz_target: str | None, content_type: str, authorization: str = "") -> str:
     """json, query (form-encoded Action=) or rest-xml (S3), as the request shows it."""
-    if environ.get("HTTP_X_AMZ_TARGET") or "json" in (environ.get("CONTENT_TYPE") or "").lower():
+    if amz_target or "json" in content_type.lower() or signing_name(authorization) in REST_JSON_SIGNING_NAMES:
         return "json"
-    if "x-www-form-urlencoded" in (environ.get("CONTENT_TYPE") or "").lower():
+    if "x-www-form-urlencoded" in content_type.lower():
         return "query"
     return "rest-xml"
 
 
-def error_response(start_response, environ: dict, status: int, code: str, message: str) -> list[bytes]:
-    """An error in the protocol's own shape: JSON with __type, query XML, or S3's XML."""
+REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
+           500: "Internal Server Error", 501: "Not Implemented", 503: "Slow Down"}  # fmt: skip
+
+
+def error_parts(kind: str, status: int, code: str, message: str) -> tuple[list[tuple[str, str]], bytes]:
+    """The headers and body of an error in the protocol's own shape: JSON with __type, query XML, or S3's XML."""
     from xml.sax.saxutils import escape
 
-    reason = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
-              500: "Internal Server Error", 503: "Slow Down"}[status]  # fmt: skip
-    kind = _protocol(environ)
     if kind == "json":
         body = json.dumps({"__type": code, "message": message}).encode()
         headers = [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-ErrorType", code)]
@@ -161,7 +179,13 @@ def error_response(start_response, environ: dict, status: int, code: str, messag
         body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{s3_code}</Code>'
                 f"<Message>{escape(message)}</Message><RequestId>emulator</RequestId></Error>").encode()
         headers = [("Content-Type", "application/xml")]
-    start_response(f"{status} {reason}", [*headers, ("Content-Length", str(len(body)))])
+    return [*headers, ("Content-Length", str(len(body)))], body
+
+
+def error_response(start_response, environ: dict, status: int, code: str, message: str) -> list[bytes]:
+    """An error in the protocol's own shape, as a WSGI answer."""
+    headers, body = error_parts(_protocol(environ), status, code, message)
+    start_response(f"{status} {REASONS[status]}", headers)
     return [body]
 
 

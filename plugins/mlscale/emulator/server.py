@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 def install_services() -> None:
     """Patch moto's backends where mlscale does the work moto only records. Batch and CloudFormation are
     patched when moto first loads them (mlscale.emulator.after_import): they bring ~230 MB of moto with them."""
-    from mlscale.emulator import after_import, console, dispatch, faults
+    from mlscale.emulator import after_import, aws_answers, console, dispatch, faults, iam
     from mlscale.emulator.athena import queries
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
@@ -27,6 +27,8 @@ def install_services() -> None:
     from mlscale.emulator.sagemaker import compilation, endpoints, listing, processing, training, transform, validation
 
     dispatch.install()
+    aws_answers.install()
+    iam.install()
     validation.install()
     after_import.when_imported("moto.batch.models", _install_batch)
     after_import.when_imported("moto.cloudformation.models", _install_cloudformation)
