@@ -13,7 +13,7 @@ from collections import deque
 from datetime import datetime, timezone
 from typing import Any
 
-from mlscale.emulator import job_env, settings
+from mlscale.emulator import algorithms, job_env, settings
 from mlscale.emulator.executors import requirements, s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
@@ -235,9 +235,13 @@ class TrainingRun:
         user_hps, framework_hps = training_env.decode_hyperparameters(job.hyper_parameters or {})
         request_env = dict(job.environment or {}) if hasattr(job, "environment") else {}
         program = request_env.get("SAGEMAKER_PROGRAM") or framework_hps.get("sagemaker_program")
-        if not program:
-            raise JobFailed("ClientError: no entry point: set the sagemaker_program hyperparameter")
-        if not (layouts[0].code_dir / program).exists():
+        algorithm = algorithms.builtin(job.algorithm_specification.get("TrainingImage", ""), program)
+        if algorithm in algorithms.RUNS:
+            program = str(algorithms.RUNS[algorithm])  # the algorithm's container runs its own entry point
+        elif not program:
+            raise JobFailed("ClientError: no entry point: set the sagemaker_program hyperparameter (or "
+                            f"SAGEMAKER_PROGRAM); {algorithms.WHAT_RUNS}")  # fmt: skip
+        elif not (layouts[0].code_dir / program).exists():
             raise JobFailed(f"ClientError: entry point {program} not found in the submitted source directory")
         distribution = training_env.distribution_of(framework_hps)
         gpus = _gpu_count()
@@ -252,7 +256,7 @@ class TrainingRun:
             env.update(training_env.rendezvous_environment(master_port))
             command = training_env.entry_command(
                 program=program,
-                args=training_env.command_line_args(user_hps),
+                args=[] if algorithm in algorithms.RUNS else training_env.command_line_args(user_hps),
                 distribution=distribution,
                 host_count=len(hosts),
                 host_index=index,
@@ -337,10 +341,12 @@ class TrainingRun:
                 self.stop("MaxRuntimeExceeded")
                 return None
             codes = [p.poll() for p in self._processes]
-            for index, code in enumerate(codes):
-                if code not in (None, 0):
-                    drain_output(self._processes[index])  # the traceback, for the FailureReason
-                    return self._failure_text(index, code, layouts[index], stderr_tails[index])
+            failed = [index for index, code in enumerate(codes) if code not in (None, 0)]
+            if failed:
+                # a host that said why (its failure file) over one that failed because its peer left
+                index = next((i for i in failed if layouts[i].failure_file.exists()), failed[0])
+                drain_output(self._processes[index])  # the traceback, for the FailureReason
+                return self._failure_text(index, codes[index], layouts[index], stderr_tails[index])
             if all(code == 0 for code in codes):
                 return ""
             wait_briefly(self._processes)
@@ -348,6 +354,8 @@ class TrainingRun:
     def _failure_text(self, index: int, code: int, layout, tail: deque) -> str:
         if layout.failure_file.exists():
             text = layout.failure_file.read_text(errors="replace")
+            if text.startswith(("ClientError: ", "AlgorithmError: ")):  # a built-in algorithm's own verdict
+                return text
         else:
             message = "\n".join(tail)[-600:]
             cause = _root_cause(tail)

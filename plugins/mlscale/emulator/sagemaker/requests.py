@@ -7,11 +7,14 @@ SageMaker words its constraint errors, before anything is created.
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from typing import Any
 
 from moto.sagemaker.exceptions import ValidationError
+
+from mlscale.emulator import algorithms
 
 NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")  # every SageMaker job and resource name
 CHANNEL = re.compile(r"[A-Za-z0-9\.\-_]{1,64}")
@@ -55,8 +58,21 @@ def metric_definitions(definitions: Any, field: str) -> None:
                               "the emulator can match in linear time (RE2: no backreferences or lookaround)") from None
 
 
+def program(environment: dict | None, hyperparameters: dict | None) -> str | None:
+    """The training script a request names: SAGEMAKER_PROGRAM, or the SDK's JSON-encoded sagemaker_program."""
+    raw = (environment or {}).get("SAGEMAKER_PROGRAM") or (hyperparameters or {}).get("sagemaker_program")
+    try:
+        return json.loads(raw) if isinstance(raw, str) and raw.startswith('"') else raw
+    except ValueError:
+        return raw
+
+
 def training(params: dict) -> None:
     name(params.get("TrainingJobName"), "trainingJobName")
+    image = (params.get("AlgorithmSpecification") or {}).get("TrainingImage") or ""
+    refused = algorithms.refusal(image, program(params.get("Environment"), params.get("HyperParameters")))
+    if refused:
+        raise _constraint(image, "algorithmSpecification.trainingImage", refused)
     metric_definitions((params.get("AlgorithmSpecification") or {}).get("MetricDefinitions"),
                        "algorithmSpecification.metricDefinitions")
     instance_count((params.get("ResourceConfig") or {}).get("InstanceCount"), "resourceConfig.instanceCount")

@@ -12,6 +12,7 @@ from typing import Any
 
 from moto.sagemaker import models as sm_models
 
+from mlscale.emulator import algorithms
 from mlscale.emulator.executors.training import TrainingRun
 from mlscale.emulator.sagemaker import requests
 from mlscale.emulator.sagemaker.job_kinds import JobKindPatch
@@ -55,6 +56,15 @@ def _keep(job, response) -> None:
     # moto's backend drops these request fields; the executor needs them.
     job.environment = response._get_param("Environment") or {}
     job.retry_strategy = response._get_param("RetryStrategy")
+    # a built-in algorithm's metrics are defined by SageMaker, as DescribeTrainingJob shows them
+    algorithm = algorithms.builtin(job.algorithm_specification.get("TrainingImage", ""), program_of(job))
+    if algorithm and not job.algorithm_specification.get("MetricDefinitions"):
+        job.algorithm_specification["MetricDefinitions"] = algorithms.metric_definitions(algorithm)
+
+
+def program_of(job) -> str | None:
+    """The training script a job names (SAGEMAKER_PROGRAM, or the sagemaker_program hyperparameter), if any."""
+    return requests.program(job.environment, job.hyper_parameters)
 
 
 PATCH = JobKindPatch("training", "FakeTrainingJob", EmulatedTrainingJob, TrainingRun, requests.training, _keep)
