@@ -32,6 +32,15 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def pytest_collection_modifyitems(config, items):
+    """An SDK test in the session: build its SDK's venv in the background while the tests before it run."""
+    from tests.sdk import venvs
+
+    for name, venv in venvs.ALL.items():
+        if any(item.nodeid.startswith(f"tests/sdk/test_sdk_{name}") for item in items):
+            venv.start()
+
+
 @pytest.fixture(scope="session")
 def emulator(tmp_path_factory):
     """A background emulator server (started the way `mlscale emulator up` starts it)."""

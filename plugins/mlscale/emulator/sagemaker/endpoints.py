@@ -150,7 +150,7 @@ def _runtime_invoke_endpoint(self):
     if fleet is None:
         return _error(400, "ValidationError", {"message": f"Endpoint {name} of account {self.current_account} not found."})
     try:
-        answer, content_type, variant = fleet.invoke(self.body if isinstance(self.body, bytes) else self.body.encode(),
+        answer, content_type, variant = fleet.invoke(self.raw_body or b"",
                                                      self.headers.get("Content-Type"), self.headers.get("Accept"),
                                                      self.headers.get("X-Amzn-SageMaker-Target-Variant"))  # fmt: skip
     except KeyError as missing:
@@ -177,6 +177,8 @@ def install() -> None:
     sm_responses.SageMakerResponse.update_endpoint = _response_update_endpoint
     sm_responses.SageMakerResponse.delete_endpoint = _response_delete_endpoint
     runtime_responses.SageMakerRuntimeResponse.invoke_endpoint = _runtime_invoke_endpoint
+    # an invocation's body is the caller's payload, bytes (NumPy's .npy from the SDK's predictors), never text
+    runtime_responses.SageMakerRuntimeResponse.use_raw_body = True
 
 
 def stop_all() -> None:
