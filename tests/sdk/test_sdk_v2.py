@@ -2,35 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
-
 import pytest
 
-from tests.conftest import ROLE_ARN
 from tests.sdk.venvs import V2
 
 pytestmark = pytest.mark.emulator
-CLIENTS = Path(__file__).resolve().parent / "clients"
-
-
-def run_client(python, script: str, emulator, tmp_path, bucket: str) -> dict:
-    """Run an SDK client script with nothing of this process's environment but the emulator's address."""
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "AWS_ENDPOINT_URL": emulator.endpoint_url,
-           "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-           "SDK_TEST_ROLE": ROLE_ARN, "SDK_TEST_BUCKET": bucket, "TMPDIR": str(tmp_path)}  # fmt: skip
-    done = subprocess.run([str(python), str(CLIENTS / script)], env=env, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=600)  # fmt: skip
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-6000:]
-    found = [line for line in done.stdout.splitlines() if "SDK-RESULTS " in line]  # after the SDK's progress dots
-    assert found, done.stdout[-3000:]
-    return json.loads(found[-1].split("SDK-RESULTS ", 1)[1])
 
 
 @pytest.fixture(scope="module")
-def v2_results(emulator, tmp_path_factory):
-    return run_client(V2.ready(), "v2_frameworks.py", emulator, tmp_path_factory.mktemp("sdk-v2"), "sdk-v2-test")
+def v2_results(emulator):
+    return V2.results()
 
 
 def test_estimators_fit_transform_deploy_predict_and_delete(v2_results):

@@ -24,7 +24,8 @@ def install_services() -> None:
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
-    from mlscale.emulator.sagemaker import compilation, endpoints, listing, processing, training, transform, validation
+    from mlscale.emulator.sagemaker import (absent_fields, compilation, endpoints, listing, processing, training,
+                                           transform, validation)
 
     dispatch.install()
     aws_answers.install()
@@ -35,6 +36,7 @@ def install_services() -> None:
     after_import.when_imported("moto.ssm.models", _install_ssm)
     compilation.install()
     endpoints.install()
+    absent_fields.install()
     training.install()
     processing.install()
     transform.install()

@@ -6,8 +6,10 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 from mlscale.emulator import sessions
 
@@ -163,3 +165,17 @@ def with_private_opt_ml(command: list[str], root) -> list[str]:
     user_ns = [] if os.geteuid() == 0 else ["--map-root-user"]
     script = f'mount --bind "$0" {_OPT_ML} && exec "$@"'
     return ["unshare", *user_ns, "--mount", "--propagation", "private", "sh", "-c", script, str(root), *command]
+
+
+def rewrite_argument(argument: str, root: Path) -> str:
+    return argument.replace(_OPT_ML + "/", f"{root}/")
+
+
+def container_command(entrypoint: list[str], arguments: list[str], root: Path, private_opt_ml: bool) -> list[str]:
+    """The entrypoint as this machine runs it: in a private /opt/ml when it can, else with paths rewritten."""
+    command = [*entrypoint, *arguments]
+    if command and Path(command[0]).name in ("python", "python3"):
+        command[0] = sys.executable  # the image's Python is the emulator's
+    if private_opt_ml:
+        return with_private_opt_ml(command, root)
+    return [rewrite_argument(a, root) for a in command]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import sys
 import threading
 import time
 from datetime import datetime, timezone
@@ -26,10 +25,10 @@ from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
     drain_output,
     launch,
+    container_command,
     opt_ml_namespace_available,
     stop_process_group,
     wait_briefly,
-    with_private_opt_ml,
 )
 
 log = logging.getLogger(__name__)
@@ -46,20 +45,6 @@ def host_path(root: Path, container_path: str) -> Path:
     if not container_path.startswith(OPT_ML + "/"):
         raise ValueError(f"LocalPath must start with /opt/ml/processing/: {container_path}")
     return root / container_path[len(OPT_ML) + 1 :]
-
-
-def rewrite_argument(argument: str, root: Path) -> str:
-    return argument.replace(OPT_ML + "/", f"{root}/")
-
-
-def container_command(entrypoint: list[str], arguments: list[str], root: Path, private_opt_ml: bool) -> list[str]:
-    """The entrypoint as this machine runs it: in a private /opt/ml when it can, else with paths rewritten."""
-    command = [*entrypoint, *arguments]
-    if command and Path(command[0]).name in ("python", "python3"):
-        command[0] = sys.executable  # the image's Python is the emulator's
-    if private_opt_ml:
-        return with_private_opt_ml(command, root)
-    return [rewrite_argument(a, root) for a in command]
 
 
 class ProcessingRun:

@@ -17,9 +17,11 @@ from mlscale.emulator import algorithms, job_env, settings
 from mlscale.emulator.executors import requirements, s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
+    container_command,
     drain_output,
     free_port,
     launch,
+    opt_ml_namespace_available,
     stop_process_group,
     wait_briefly,
 )
@@ -234,9 +236,14 @@ class TrainingRun:
         self._processes = []
         user_hps, framework_hps = training_env.decode_hyperparameters(job.hyper_parameters or {})
         request_env = dict(job.environment or {}) if hasattr(job, "environment") else {}
+        spec = job.algorithm_specification
+        # ContainerEntrypoint replaces the image's entry point (the SDK v3's ModelTrainer sends its drivers so)
+        entrypoint = spec.get("ContainerEntrypoint")
         program = request_env.get("SAGEMAKER_PROGRAM") or framework_hps.get("sagemaker_program")
-        algorithm = algorithms.builtin(job.algorithm_specification.get("TrainingImage", ""), program)
-        if algorithm in algorithms.RUNS:
+        algorithm = algorithms.builtin(spec.get("TrainingImage", ""), program)
+        if entrypoint:
+            pass
+        elif algorithm in algorithms.RUNS:
             program = str(algorithms.RUNS[algorithm])  # the algorithm's container runs its own entry point
         elif not program:
             raise JobFailed("ClientError: no entry point: set the sagemaker_program hyperparameter (or "
@@ -254,15 +261,19 @@ class TrainingRun:
         for index, (host, layout) in enumerate(zip(hosts, layouts)):
             env = self._process_env(layout, host, hosts, instance_type, request_env, gpus, len(hosts) * procs_per_host)
             env.update(training_env.rendezvous_environment(master_port))
-            command = training_env.entry_command(
-                program=program,
-                args=[] if algorithm in algorithms.RUNS else training_env.command_line_args(user_hps),
-                distribution=distribution,
-                host_count=len(hosts),
-                host_index=index,
-                procs_per_host=procs_per_host,
-                master_port=master_port,
-            )
+            if entrypoint:  # its scripts name /opt/ml: each host sees its own root there, as in its container
+                command = container_command(entrypoint, spec.get("ContainerArguments") or [], layout.root,
+                                            opt_ml_namespace_available())  # fmt: skip
+            else:
+                command = training_env.entry_command(
+                    program=program,
+                    args=[] if algorithm in algorithms.RUNS else training_env.command_line_args(user_hps),
+                    distribution=distribution,
+                    host_count=len(hosts),
+                    host_index=index,
+                    procs_per_host=procs_per_host,
+                    master_port=master_port,
+                )
             shipper = LogShipper(logs, LOG_GROUP, f"{job.training_job_name}/{host}-{epoch}")
             process, tail = launch(command, cwd=layout.code_dir, env=env, on_line=self._line_handler(shipper))
             process.command = command  # type: ignore[attr-defined]
@@ -305,7 +316,11 @@ class TrainingRun:
             )
         )
         sites = requirements.site_packages(self.job_dir / "venv")
-        env["PYTHONPATH"] = job_env.python_path(*(p for p in (layout.code_dir, *sites) if p.exists()))
+        # what the job's own `pip install` adds (the SDK v3's drivers install requirements.txt so) goes here,
+        # not into the emulator's Python, which runs the job
+        env["PIP_TARGET"] = str(self.job_dir / "pip-target")
+        env["PYTHONPATH"] = job_env.python_path(*(p for p in (layout.code_dir, *sites) if p.exists()),
+                                                env["PIP_TARGET"])  # fmt: skip
         env.update(job_env.LOOPBACK)
         env["PYTHONUNBUFFERED"] = "1"
         # The job's own AWS calls reach the emulator, as its role's calls would reach AWS.
