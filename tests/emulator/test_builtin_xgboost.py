@@ -95,6 +95,8 @@ def test_csv_training_reports_the_algorithms_metrics_and_its_model_serves(emulat
                                          Body=text.getvalue())  # fmt: skip
         scores = np.array([float(v) for v in answer["Body"].read().decode().replace("\n", ",").split(",") if v])
         assert len(scores) == len(holdout) and ((scores > 0.5) == holdout[:, 0]).mean() > 0.9
+        anything = runtime.invoke_endpoint(EndpointName="xgb-algo-csv", ContentType="text/csv", Body=text.getvalue())
+        assert anything["ContentType"] == "text/csv"  # the container's answer when the caller accepts any
     finally:
         sm.delete_endpoint(EndpointName="xgb-algo-csv")
 

@@ -159,12 +159,24 @@ def test_framework_without_the_sdk_says_how_to_get_it(monkeypatch):
 
     from mlscale.images import training_image_uri
 
-    monkeypatch.setitem(sys.modules, "sagemaker", None)  # as if the optional SDK were not installed
+    monkeypatch.setitem(sys.modules, "sagemaker", None)  # as if neither SDK were installed
+    monkeypatch.setitem(sys.modules, "sagemaker.core", None)
     spec = good_spec(image_uri=None, framework="pytorch", framework_version="2.5")
     spec.validate()
-    with pytest.raises(SpecError, match=r"framework: resolving a framework to its image needs the SageMaker SDK"):
+    with pytest.raises(SpecError, match=r"framework: resolving a framework to its image needs the SageMaker Python SDK"):
         training_image_uri(spec, "us-east-1")
     assert training_image_uri(good_spec(), "us-east-1") == good_spec().image_uri
+
+
+def test_a_framework_resolves_to_aws_published_image_through_the_sdk():
+    from mlscale.images import training_image_uri
+
+    spec = good_spec(image_uri=None, framework="pytorch", framework_version="2.5", py_version="py311",
+                     instance_type="ml.c5.xlarge")  # fmt: skip
+    spec.validate()
+    assert training_image_uri(spec, "eu-west-1") == "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.5-cpu-py311"
+    with pytest.raises(SpecError, match="framework_version"):
+        training_image_uri(good_spec(image_uri=None, framework="pytorch", framework_version="0.1"), "us-east-1")
 
 
 def test_file_system_channel_from_xcom_dicts():

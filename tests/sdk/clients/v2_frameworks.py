@@ -1,6 +1,7 @@
 """SageMaker Python SDK v2 code as a data scientist writes it, run against the emulator with only
 AWS_ENDPOINT_URL set: scikit-learn, PyTorch and XGBoost estimators fit, transform, deploy, predict, delete;
-and a `sagemaker.workflow.airflow` training config for the provider's operator.
+the built-in XGBoost algorithm through the generic Estimator; and a `sagemaker.workflow.airflow` training
+config for the provider's operator.
 
 Run by tests/sdk/test_sdk_v2.py in the SDK's own virtual environment; prints one JSON line of results.
 The waits use the SDK's own functions with a 1 s poll (its defaults poll every 10-30 s).
@@ -162,6 +163,23 @@ def main():
 
     scores = deployed_predictions(xgboost, session, probe, serializer=CSVSerializer())
     results["xgboost_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
+    # the built-in XGBoost algorithm: its image, hyperparameters, CSV with the label first
+    from sagemaker import image_uris
+    from sagemaker.estimator import Estimator
+    from sagemaker.inputs import TrainingInput
+
+    builtin = Estimator(image_uri=image_uris.retrieve("xgboost", session.boto_region_name, "1.7-1"), role=ROLE,
+                        instance_count=1, instance_type="ml.m5.large", sagemaker_session=session,
+                        hyperparameters={"objective": "binary:logistic", "num_round": 20, "eval_metric": "auc"})
+    job = fitted(builtin, session, {"train": TrainingInput(inputs["train"], content_type="text/csv"),
+                                    "validation": TrainingInput(inputs["train"], content_type="text/csv")})
+    results["builtin_status"] = job["TrainingJobStatus"]
+    results["builtin_metrics"] = {m["MetricName"]: m["Value"] for m in job.get("FinalMetricDataList", [])}
+    from sagemaker.deserializers import CSVDeserializer
+
+    scores = deployed_predictions(builtin, session, probe, serializer=CSVSerializer(), deserializer=CSVDeserializer())
+    results["builtin_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
+
     # sagemaker.workflow.airflow: the config the provider's SageMakerTrainingOperator takes (run by the test)
     from sagemaker.workflow.airflow import training_config
 

@@ -14,7 +14,7 @@ from mlscale.emulator.serving.handlers import HandlerChain, HandlerError, defaul
 MAX_BODY = 6 * 1024 * 1024  # 6 MB, the real-time limit; Batch Transform raises it with SAGEMAKER_MAX_PAYLOAD_IN_MB
 
 
-def make_handler(chain: HandlerChain, max_body: int):
+def make_handler(chain: HandlerChain, max_body: int, framework: str = "pytorch"):
     class Handler(BaseHTTPRequestHandler):
         def _send(self, status: int, body: bytes = b"", content_type: str = "application/json"):
             self.send_response(status)
@@ -41,8 +41,8 @@ def make_handler(chain: HandlerChain, max_body: int):
                 return self._send(413, json.dumps({"error": "PayloadTooLarge",
                                                    "error-message": f"{length} bytes > {max_body}"}).encode())  # fmt: skip
             body = self.rfile.read(length)
-            accept = self.headers.get("Accept") or default_accept()
-            accept = default_accept() if accept == "*/*" else accept
+            accept = self.headers.get("Accept") or "*/*"
+            accept = default_accept(framework) if accept == "*/*" else accept
             try:
                 result, kind = chain(body, self.headers.get("Content-Type", ""), accept)
                 self._send(200, result, kind)
@@ -68,13 +68,14 @@ def main() -> None:
     parser.add_argument("--image", default="", help="the container image: picks the framework's default handlers")
     parser.add_argument("--port", type=int, default=int(os.environ.get("SAGEMAKER_BIND_TO_PORT", 8080)))
     args = parser.parse_args()
+    framework = framework_of(args.image)
     chain = HandlerChain(Path(args.model_dir), Path(args.code_dir) if args.code_dir else None,
-                         os.environ.get("SAGEMAKER_PROGRAM", "inference.py"), framework_of(args.image))  # fmt: skip
+                         os.environ.get("SAGEMAKER_PROGRAM", "inference.py"), framework)  # fmt: skip
     max_body = MAX_BODY
     if os.environ.get("SAGEMAKER_BATCH") == "true":
         megabytes = int(os.environ.get("SAGEMAKER_MAX_PAYLOAD_IN_MB", 6))
         max_body = megabytes * 1024 * 1024 if megabytes else 2**63  # 0: chunked, no limit
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(chain, max_body))
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), make_handler(chain, max_body, framework))
     print(f"model server ready on 127.0.0.1:{args.port}", flush=True)
     server.serve_forever()
 

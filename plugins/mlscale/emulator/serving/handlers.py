@@ -221,5 +221,7 @@ def _decoded(body: bytes, content_type: str):
     return body.decode() if kind in (JSON, CSV) else body
 
 
-def default_accept() -> str:
-    return os.environ.get("SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT", JSON)
+def default_accept(framework: str = "pytorch") -> str:
+    """The answer's type when the caller accepts anything: the XGBoost container answers CSV (its built-in
+    algorithm's only answer once), the others JSON; SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT overrides both."""
+    return os.environ.get("SAGEMAKER_DEFAULT_INVOCATIONS_ACCEPT", CSV if framework == "xgboost" else JSON)
