@@ -18,7 +18,7 @@ def test_estimators_fit_transform_deploy_predict_and_delete(v2_results):
     for framework in ("sklearn", "pytorch", "xgboost"):
         assert v2_results[f"{framework}_status"] == "Completed"
         assert v2_results[f"{framework}_endpoint_accuracy"] >= 0.9, (framework, v2_results)
-    assert v2_results["sklearn_transform_accuracy"] >= 0.9
+        assert v2_results[f"{framework}_transform_accuracy"] >= 0.9, (framework, v2_results)
     # Estimator(image_uri=image_uris.retrieve("xgboost", ...)): the algorithm, its metrics, its model served
     assert v2_results["builtin_status"] == "Completed" and v2_results["builtin_metrics"]["validation:auc"] > 0.9
     assert v2_results["builtin_endpoint_accuracy"] >= 0.9

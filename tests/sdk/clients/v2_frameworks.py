@@ -139,14 +139,19 @@ def main():
     results["sklearn_endpoint_accuracy"] = float(np.mean(np.array(predicted) == truth))
     probe_file = os.path.join(WORK, "probe.csv")
     np.savetxt(probe_file, probe, delimiter=",", fmt="%g")
-    transformer = sklearn.transformer(instance_count=1, instance_type="ml.m5.large", accept="text/csv",
-                                      output_path=f"s3://{bucket}/sdk-v2/transform-out")
-    transformer.transform(session.upload_data(probe_file, bucket=bucket, key_prefix="sdk-v2/probe"),
-                          content_type="text/csv", split_type="Line", wait=False)
-    session.wait_for_transform_job(transformer.latest_transform_job.name, poll=1)
-    out = session.read_s3_file(bucket, "sdk-v2/transform-out/probe.csv.out")
-    transformed = [float(v) for v in out.replace("\n", ",").replace("[", "").replace("]", "").split(",") if v.strip()]
-    results["sklearn_transform_accuracy"] = float(np.mean(np.array(transformed) == truth))
+    probe_uri = session.upload_data(probe_file, bucket=bucket, key_prefix="sdk-v2/probe")
+
+    def transformed(estimator, name):
+        """Batch Transform of the probe rows (CSV in, CSV out), the predictions as numbers."""
+        transformer = estimator.transformer(instance_count=1, instance_type="ml.m5.large", accept="text/csv",
+                                            output_path=f"s3://{bucket}/sdk-v2/transform-{name}")
+        transformer.transform(probe_uri, content_type="text/csv", split_type="Line", wait=False)
+        session.wait_for_transform_job(transformer.latest_transform_job.name, poll=1)
+        out = session.read_s3_file(bucket, f"sdk-v2/transform-{name}/probe.csv.out")
+        return np.array([float(v) for v in out.replace("\n", ",").replace("[", "").replace("]", "").split(",")
+                         if v.strip()])
+
+    results["sklearn_transform_accuracy"] = float(np.mean(transformed(sklearn, "sklearn") == truth))
 
     pytorch = PyTorch(entry_point="entry.py", source_dir=write("pytorch", PYTORCH_SCRIPT), role=ROLE,
                       framework_version="2.5", py_version="py311", instance_count=1, instance_type="ml.m5.large",
@@ -154,6 +159,7 @@ def main():
     results["pytorch_status"] = fitted(pytorch, session, inputs)["TrainingJobStatus"]
     scores = deployed_predictions(pytorch, session, probe.astype("float32"))
     results["pytorch_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
+    results["pytorch_transform_accuracy"] = float(np.mean((transformed(pytorch, "pytorch") > 0.5) == truth))
 
     xgboost = XGBoost(entry_point="entry.py", source_dir=write("xgboost", XGBOOST_SCRIPT), role=ROLE,
                       framework_version="1.7-1", py_version="py3", instance_count=1, instance_type="ml.m5.large",
@@ -163,6 +169,7 @@ def main():
 
     scores = deployed_predictions(xgboost, session, probe, serializer=CSVSerializer())
     results["xgboost_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
+    results["xgboost_transform_accuracy"] = float(np.mean((transformed(xgboost, "xgboost") > 0.5) == truth))
     # the built-in XGBoost algorithm: its image, hyperparameters, CSV with the label first
     from sagemaker import image_uris
     from sagemaker.estimator import Estimator
