@@ -34,9 +34,14 @@ def test_a_host_is_routed_to_the_same_backend_twice():
 def test_the_warm_up_creates_nothing(emulator, clients, monkeypatch):
     from mlscale.emulator import settings
 
+    import boto3
+
     monkeypatch.setattr(settings, "_current", emulator)  # as in the server's process
-    buckets = clients["s3"].list_buckets()["Buckets"]
-    groups = clients["logs"].describe_log_groups()["logGroups"]
-    assert warm_up.warm_up("us-east-1") is True
-    assert clients["s3"].list_buckets()["Buckets"] == buckets
-    assert clients["logs"].describe_log_groups()["logGroups"] == groups
+    region = "ap-northeast-3"  # a region of its own: the session's other clients (the SDKs') work meanwhile
+    s3, logs, sagemaker = (boto3.client(service, endpoint_url=emulator.endpoint_url, region_name=region)
+                           for service in ("s3", "logs", "sagemaker"))  # fmt: skip
+    before = s3.list_buckets(BucketRegion=region)["Buckets"]
+    assert warm_up.warm_up(region) is True
+    assert s3.list_buckets(BucketRegion=region)["Buckets"] == before
+    assert logs.describe_log_groups()["logGroups"] == []
+    assert sagemaker.list_training_jobs()["TrainingJobSummaries"] == []

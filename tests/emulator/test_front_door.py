@@ -133,3 +133,17 @@ def test_an_internal_failure_is_aws_shaped_not_html():
         assert seen["status"].startswith("500") and json.loads(json_body)["__type"] == "InternalFailure"
         xml_body = b"".join(guard({"REQUEST_METHOD": "GET", "HTTP_HOST": "127.0.0.1:5055"}, start_response))
         assert b"<Code>InternalError</Code>" in xml_body and seen["headers"]["Content-Type"] == "application/xml"
+
+
+def test_the_console_page_stays_html_while_api_answers_say_json(emulator, clients):
+    """Plain-string answers to signed API calls are typed JSON; the browser console's pages remain HTML."""
+    from tests.conftest import training_request, upload_source
+
+    source = upload_source(clients["s3"], {"train.py": "print('console')"}, "code/console-type/sourcedir.tar.gz")
+    clients["sagemaker"].create_training_job(**training_request("console-type", source))
+    status, headers, body = send(f"{emulator.endpoint_url}/moto-api/mlscale/training-jobs/console-type",
+                                 method="GET", body=None)  # fmt: skip
+    assert status == 200 and headers["Content-Type"].startswith("text/html") and b"<h1>" in body
+    status, headers, _ = send(emulator.endpoint_url + "/", body=b"{}",
+                              headers=target("sagemaker", "SageMaker.ListTrainingJobs"))  # fmt: skip
+    assert status == 200 and headers["Content-Type"] == "application/x-amz-json-1.1"

@@ -85,9 +85,12 @@ class SdkVenv:
         return self.python.exists() and stamp.exists() and stamp.read_text() == self._stamp()
 
     def _build(self) -> None:
-        steps = [[sys.executable, "-m", "venv", "--clear", str(self.path)],
-                 [str(self.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  "-c", str(self.constraints), self.requirement]]  # fmt: skip
+        # uv: pip took 2 minutes and 105 CPU-seconds for v3's 130 packages here, uv 8 s (the CPU a 2-core
+        # machine's other tests need)
+        uv = str(Path(sys.executable).parent / "uv")
+        steps = [[uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(self.path)],
+                 [uv, "pip", "install", "--quiet", "--python", str(self.python), "-c", str(self.constraints),
+                  self.requirement]]  # fmt: skip
         for step in steps:
             done = subprocess.run(step, capture_output=True, text=True, timeout=BUILD_SECONDS)
             if done.returncode != 0:

@@ -61,8 +61,11 @@ def operation(request: Any) -> str:
 
 
 def _typed(request: Any, response: Any) -> Any:
-    """A handler's plain-string answer (Flask's text/html) typed as what it is: JSON, or XML."""
+    """A handler's plain-string answer to an AWS API call (Flask's text/html) typed as what it is: JSON, or
+    XML. Pages of the emulator's console (/moto-api/, unsigned, read by a browser) stay HTML."""
     if response.mimetype != "text/html" or response.direct_passthrough or response.is_streamed:
+        return response
+    if not (request.headers.get("X-Amz-Target") or guard.signing_name(request.headers.get("Authorization", ""))):
         return response
     if request.headers.get("X-Amz-Target"):
         response.headers["Content-Type"] = "application/x-amz-json-1.1"
