@@ -1,4 +1,4 @@
-"""Every answer in its protocol's shape: what moto cannot serve names the operation, nothing is an HTML page.
+"""Every API answer in its protocol's shape: what moto cannot serve names the operation; none is an HTML page.
 
 moto raises NotImplementedError for an operation it lacks (and for options of one it has), and any other
 exception of its own becomes Flask's HTML 500 page, which no SDK can parse (botocore: "Unable to parse
@@ -7,8 +7,8 @@ name them: 501 NotImplemented and 500 InternalFailure
 (https://docs.aws.amazon.com/sagemaker/latest/APIReference/CommonErrors.html), with the service and the
 operation in the message. The guard still catches what escapes this (guard.Guard._call).
 
-An answer that a handler gives as a plain string (the emulator's own handlers, and some of moto's) leaves
-Flask's default Content-Type, text/html; here it says JSON or XML, as AWS's answers do.
+An answer to an API call that a handler gives as a plain string (the emulator's own handlers, and some of
+moto's) leaves Flask's default Content-Type, text/html; here it says JSON or XML, as AWS's answers do.
 """
 
 from __future__ import annotations

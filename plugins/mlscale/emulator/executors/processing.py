@@ -23,9 +23,9 @@ from mlscale.emulator import job_env, settings
 from mlscale.emulator.executors import s3io
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
+    container_command,
     drain_output,
     launch,
-    container_command,
     opt_ml_namespace_available,
     stop_process_group,
     wait_briefly,

@@ -242,7 +242,7 @@ class TrainingRun:
         program = request_env.get("SAGEMAKER_PROGRAM") or framework_hps.get("sagemaker_program")
         algorithm = algorithms.builtin(spec.get("TrainingImage", ""), program)
         if entrypoint:
-            pass
+            pass  # the request names what runs: no script to look for
         elif algorithm in algorithms.RUNS:
             program = str(algorithms.RUNS[algorithm])  # the algorithm's container runs its own entry point
         elif not program:
