@@ -38,7 +38,7 @@ def pytest_collection_modifyitems(config, items):
 
     for name, venv in venvs.ALL.items():
         if any(item.nodeid.startswith(f"tests/sdk/test_sdk_{name}") for item in items):
-            venv.start()  # builds now; runs its client once the emulator below is up
+            venv.start()  # builds now; the first SDK test runs the clients
 
 
 @pytest.fixture(scope="session")
@@ -50,9 +50,6 @@ def emulator(tmp_path_factory):
     config = EmulatorSettings(host="127.0.0.1", port=free_port(), home=tmp_path_factory.mktemp("emulator"))
     control.up(config)
     os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = control.connection_uri(config)
-    from tests.sdk import venvs
-
-    venvs.emulator_started(config.endpoint_url, config.home)
     yield config
     control.down(config)
     # every resource the whole suite made could be saved (a model that does not pickle would lose them all)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -66,13 +67,17 @@ def answers(emulator, service: str) -> dict[str, tuple[int, str, bytes]]:
 
     client.meta.events.register("before-parse", keep)
     model = client.meta.service_model
-    for name in model.operation_names:
+
+    def send(name: str) -> None:
         operation = model.operation_model(name)
         params = placeholder(operation.input_shape) if operation.input_shape else {}
         try:
-            getattr(client, client.meta.method_to_api_mapping and _method(client, name))(**params)
+            getattr(client, _method(client, name))(**params)
         except Exception:  # noqa: BLE001 - refusals are expected; the raw answer is what is checked
             pass
+
+    with ThreadPoolExecutor(4) as pool:  # the server's threads answer while the client builds the next
+        list(pool.map(send, model.operation_names))
     return seen
 
 

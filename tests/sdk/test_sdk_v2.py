@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sdk.venvs import V2
+from tests.sdk.venvs import V2, run_clients
 
 pytestmark = pytest.mark.emulator
 
 
 @pytest.fixture(scope="module")
 def v2_results(emulator):
+    run_clients(emulator.endpoint_url, emulator.home)
     return V2.results()
 
 

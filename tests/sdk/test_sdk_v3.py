@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sdk.venvs import V3
+from tests.sdk.venvs import V3, run_clients
 
 pytestmark = pytest.mark.emulator
 
 
 @pytest.fixture(scope="module")
 def v3_results(emulator):
+    run_clients(emulator.endpoint_url, emulator.home)
     return V3.results()
 
 
