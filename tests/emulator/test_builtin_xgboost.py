@@ -85,7 +85,8 @@ def test_csv_training_reports_the_algorithms_metrics_and_its_model_serves(emulat
         "VariantName": "AllTraffic", "ModelName": "xgb-algo-csv", "InitialInstanceCount": 1,
         "InstanceType": "ml.m5.large"}])  # fmt: skip
     sm.create_endpoint(EndpointName="xgb-algo-csv", EndpointConfigName="xgb-algo-csv")
-    sm.get_waiter("endpoint_in_service").wait(EndpointName="xgb-algo-csv", WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+    sm.get_waiter("endpoint_in_service").wait(EndpointName="xgb-algo-csv",
+                                              WaiterConfig={"Delay": 1, "MaxAttempts": 120})  # fmt: skip
     try:
         runtime = boto3.client("sagemaker-runtime", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
         holdout = cancer["holdout"]

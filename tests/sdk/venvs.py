@@ -106,9 +106,10 @@ class SdkVenv:
         env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work),
                "AWS_ENDPOINT_URL": _emulator["endpoint_url"], "AWS_ACCESS_KEY_ID": "testing",
                "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-               "SDK_TEST_ROLE": "arn:aws:iam::123456789012:role/mlscale-test", "SDK_TEST_BUCKET": self.bucket}  # fmt: skip
-        return subprocess.run([str(self.python), str(self.script)], env=env, cwd=work, capture_output=True, text=True,
-                              timeout=RUN_SECONDS)  # fmt: skip
+               "SDK_TEST_ROLE": "arn:aws:iam::123456789012:role/mlscale-test",
+               "SDK_TEST_BUCKET": self.bucket}  # fmt: skip
+        return subprocess.run([str(self.python), str(self.script)], env=env, cwd=work, capture_output=True,
+                              text=True, timeout=RUN_SECONDS)  # fmt: skip
 
 
 V2 = SdkVenv("v2", "sagemaker==2.257.7", HERE / "constraints-v2.txt", "v2_frameworks.py", "sdk-v2-test")

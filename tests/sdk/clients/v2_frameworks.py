@@ -11,34 +11,23 @@ import json
 import os
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import sagemaker
+from sagemaker import image_uris
+from sagemaker.deserializers import CSVDeserializer
+from sagemaker.estimator import Estimator
+from sagemaker.inputs import TrainingInput
 from sagemaker.pytorch import PyTorch
+from sagemaker.serializers import CSVSerializer
 from sagemaker.sklearn import SKLearn
 from sagemaker.xgboost import XGBoost
 
 ROLE = os.environ["SDK_TEST_ROLE"]
 WORK = tempfile.mkdtemp()
-SKLEARN_SCRIPT = '''
-import argparse, os
-import joblib
-import numpy as np
-from sklearn.linear_model import LogisticRegression
-
-def model_fn(model_dir):
-    return joblib.load(os.path.join(model_dir, "model.joblib"))
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser()
-    parser.add_argument("-C", type=float, default=1.0)  # the toolkit passes a one-letter name as -C
-    args = parser.parse_args()
-    train = os.environ["SM_CHANNEL_TRAIN"]
-    rows = np.vstack([np.loadtxt(os.path.join(train, f), delimiter=",", ndmin=2) for f in sorted(os.listdir(train))])
-    model = LogisticRegression(C=args.C).fit(rows[:, 1:], rows[:, 0])
-    print(f"train accuracy={model.score(rows[:, 1:], rows[:, 0]):.3f}")
-    joblib.dump(model, os.path.join(os.environ["SM_MODEL_DIR"], "model.joblib"))
-'''
+SKLEARN_SCRIPT = (Path(__file__).parent / "code" / "sklearn_entry.py").read_text()  # shared with the v3 client
 PYTORCH_SCRIPT = '''
 import argparse, os
 import numpy as np
@@ -129,14 +118,6 @@ def main():
     inputs = {"train": session.upload_data(train_file, bucket=bucket, key_prefix="sdk-v2/train")}
     probe, truth = features[:20], labels[:20]
     results = {"bucket": bucket}
-
-    sklearn = SKLearn(entry_point="entry.py", source_dir=write("sklearn", SKLEARN_SCRIPT), role=ROLE,
-                      framework_version="1.2-1", py_version="py3", instance_type="ml.m5.large",
-                      hyperparameters={"C": 10.0}, sagemaker_session=session)
-    job = fitted(sklearn, session, inputs)
-    results["sklearn_status"] = job["TrainingJobStatus"]
-    predicted = deployed_predictions(sklearn, session, probe)
-    results["sklearn_endpoint_accuracy"] = float(np.mean(np.array(predicted) == truth))
     probe_file = os.path.join(WORK, "probe.csv")
     np.savetxt(probe_file, probe, delimiter=",", fmt="%g")
     probe_uri = session.upload_data(probe_file, bucket=bucket, key_prefix="sdk-v2/probe")
@@ -151,41 +132,52 @@ def main():
         return np.array([float(v) for v in out.replace("\n", ",").replace("[", "").replace("]", "").split(",")
                          if v.strip()])
 
-    results["sklearn_transform_accuracy"] = float(np.mean(transformed(sklearn, "sklearn") == truth))
+    def scikit_learn():
+        sklearn = SKLearn(entry_point="entry.py", source_dir=write("sklearn", SKLEARN_SCRIPT), role=ROLE,
+                          framework_version="1.2-1", py_version="py3", instance_type="ml.m5.large",
+                          hyperparameters={"C": 10.0}, sagemaker_session=session, base_job_name="sdk-v2-sklearn")
+        results["sklearn_status"] = fitted(sklearn, session, inputs)["TrainingJobStatus"]
+        predicted = deployed_predictions(sklearn, session, probe)
+        results["sklearn_endpoint_accuracy"] = float(np.mean(np.array(predicted) == truth))
+        results["sklearn_transform_accuracy"] = float(np.mean(transformed(sklearn, "sklearn") == truth))
 
-    pytorch = PyTorch(entry_point="entry.py", source_dir=write("pytorch", PYTORCH_SCRIPT), role=ROLE,
-                      framework_version="2.5", py_version="py311", instance_count=1, instance_type="ml.m5.large",
-                      hyperparameters={"epochs": 200}, sagemaker_session=session)
-    results["pytorch_status"] = fitted(pytorch, session, inputs)["TrainingJobStatus"]
-    scores = deployed_predictions(pytorch, session, probe.astype("float32"))
-    results["pytorch_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
-    results["pytorch_transform_accuracy"] = float(np.mean((transformed(pytorch, "pytorch") > 0.5) == truth))
+    def pytorch():
+        estimator = PyTorch(entry_point="entry.py", source_dir=write("pytorch", PYTORCH_SCRIPT), role=ROLE,
+                            framework_version="2.5", py_version="py311", instance_count=1, instance_type="ml.m5.large",
+                            hyperparameters={"epochs": 200}, sagemaker_session=session, base_job_name="sdk-v2-pytorch")
+        results["pytorch_status"] = fitted(estimator, session, inputs)["TrainingJobStatus"]
+        scores = deployed_predictions(estimator, session, probe.astype("float32"))
+        results["pytorch_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
+        results["pytorch_transform_accuracy"] = float(np.mean((transformed(estimator, "pytorch") > 0.5) == truth))
 
-    xgboost = XGBoost(entry_point="entry.py", source_dir=write("xgboost", XGBOOST_SCRIPT), role=ROLE,
-                      framework_version="1.7-1", py_version="py3", instance_count=1, instance_type="ml.m5.large",
-                      hyperparameters={"num_round": 20}, sagemaker_session=session)
-    results["xgboost_status"] = fitted(xgboost, session, inputs)["TrainingJobStatus"]
-    from sagemaker.serializers import CSVSerializer
+    def xgboost():
+        estimator = XGBoost(entry_point="entry.py", source_dir=write("xgboost", XGBOOST_SCRIPT), role=ROLE,
+                            framework_version="1.7-1", py_version="py3", instance_count=1, instance_type="ml.m5.large",
+                            hyperparameters={"num_round": 20}, sagemaker_session=session,
+                            base_job_name="sdk-v2-xgboost")
+        results["xgboost_status"] = fitted(estimator, session, inputs)["TrainingJobStatus"]
+        scores = deployed_predictions(estimator, session, probe, serializer=CSVSerializer())
+        results["xgboost_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
+        results["xgboost_transform_accuracy"] = float(np.mean((transformed(estimator, "xgboost") > 0.5) == truth))
 
-    scores = deployed_predictions(xgboost, session, probe, serializer=CSVSerializer())
-    results["xgboost_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
-    results["xgboost_transform_accuracy"] = float(np.mean((transformed(xgboost, "xgboost") > 0.5) == truth))
-    # the built-in XGBoost algorithm: its image, hyperparameters, CSV with the label first
-    from sagemaker import image_uris
-    from sagemaker.estimator import Estimator
-    from sagemaker.inputs import TrainingInput
+    def builtin_xgboost():
+        """The built-in XGBoost algorithm: its image, hyperparameters, CSV with the label first."""
+        estimator = Estimator(image_uri=image_uris.retrieve("xgboost", session.boto_region_name, "1.7-1"),
+                              role=ROLE, instance_count=1, instance_type="ml.m5.large", sagemaker_session=session,
+                              hyperparameters={"objective": "binary:logistic", "num_round": 20, "eval_metric": "auc"},
+                              base_job_name="sdk-v2-builtin")  # fmt: skip
+        job = fitted(estimator, session, {"train": TrainingInput(inputs["train"], content_type="text/csv"),
+                                          "validation": TrainingInput(inputs["train"], content_type="text/csv")})
+        results["builtin_status"] = job["TrainingJobStatus"]
+        results["builtin_metrics"] = {m["MetricName"]: m["Value"] for m in job.get("FinalMetricDataList", [])}
+        scores = deployed_predictions(estimator, session, probe, serializer=CSVSerializer(),
+                                      deserializer=CSVDeserializer())  # fmt: skip
+        results["builtin_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
 
-    builtin = Estimator(image_uri=image_uris.retrieve("xgboost", session.boto_region_name, "1.7-1"), role=ROLE,
-                        instance_count=1, instance_type="ml.m5.large", sagemaker_session=session,
-                        hyperparameters={"objective": "binary:logistic", "num_round": 20, "eval_metric": "auc"})
-    job = fitted(builtin, session, {"train": TrainingInput(inputs["train"], content_type="text/csv"),
-                                    "validation": TrainingInput(inputs["train"], content_type="text/csv")})
-    results["builtin_status"] = job["TrainingJobStatus"]
-    results["builtin_metrics"] = {m["MetricName"]: m["Value"] for m in job.get("FinalMetricDataList", [])}
-    from sagemaker.deserializers import CSVDeserializer
-
-    scores = deployed_predictions(builtin, session, probe, serializer=CSVSerializer(), deserializer=CSVDeserializer())
-    results["builtin_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
+    # four users at once: each flow waits mostly on the SDK's polls
+    with ThreadPoolExecutor(4) as pool:
+        for flow in [pool.submit(f) for f in (scikit_learn, pytorch, xgboost, builtin_xgboost)]:
+            flow.result()
 
     # sagemaker.workflow.airflow: the config the provider's SageMakerTrainingOperator takes (run by the test)
     from sagemaker.workflow.airflow import training_config
@@ -195,7 +187,7 @@ def main():
                           hyperparameters={"C": 0.5}, sagemaker_session=session)
     results["airflow_training_config"] = training_config(for_airflow, inputs, job_name="sdk-v2-airflow-config")
     results["endpoints_left"] = [e["EndpointName"] for e in session.sagemaker_client.list_endpoints()["Endpoints"]
-                                 if e["EndpointName"].startswith(("sagemaker-scikit", "pytorch", "sagemaker-xgboost"))]
+                                 if e["EndpointName"].startswith("sdk-v2-")]
     print("SDK-RESULTS " + json.dumps(results), flush=True)
 
 

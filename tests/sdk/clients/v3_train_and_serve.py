@@ -19,37 +19,11 @@ from sagemaker.train import ModelTrainer
 from sagemaker.train.configs import Compute, InputData, SourceCode
 
 IMAGE = "683313688378.dkr.ecr.us-east-1.amazonaws.com/sagemaker-scikit-learn:1.2-1-cpu-py3"
-TRAIN = '''
-import argparse, os
-import joblib
-import numpy as np
-from sklearn.linear_model import LogisticRegression
-
-parser = argparse.ArgumentParser()
-parser.add_argument("--C", type=float, default=1.0)  # v3's driver passes --C (the v2 toolkit: -C)
-args = parser.parse_args()
-train = os.environ["SM_CHANNEL_TRAIN"]
-rows = np.vstack([np.loadtxt(os.path.join(train, f), delimiter=",", ndmin=2) for f in sorted(os.listdir(train))])
-model = LogisticRegression(C=args.C).fit(rows[:, 1:], rows[:, 0])
-print(f"train accuracy={model.score(rows[:, 1:], rows[:, 0]):.3f}")
-joblib.dump(model, os.path.join(os.environ["SM_MODEL_DIR"], "model.joblib"))
-'''
-INFERENCE = '''
-import os
-import joblib
-
-def model_fn(model_dir):
-    return joblib.load(os.path.join(model_dir, "model.joblib"))
-'''
+CODE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "code")  # sklearn_entry.py: train and model_fn
 
 
 def main():
     work = tempfile.mkdtemp()
-    code = os.path.join(work, "code")
-    os.makedirs(code)
-    for name, text in (("train.py", TRAIN), ("inference.py", INFERENCE)):
-        with open(os.path.join(code, name), "w") as handle:
-            handle.write(text)
     # The SDK names its default bucket from STS at an endpoint it sets itself: name one.
     session = Session(default_bucket=os.environ["SDK_TEST_BUCKET"])
     rng = np.random.default_rng(0)
@@ -60,7 +34,8 @@ def main():
                                key_prefix="sdk-v3/train")
     role = IamRoleResolver().create_execution_role(role_type="training")
 
-    trainer = ModelTrainer(training_image=IMAGE, source_code=SourceCode(source_dir=code, entry_script="train.py"),
+    trainer = ModelTrainer(training_image=IMAGE,
+                           source_code=SourceCode(source_dir=CODE, entry_script="sklearn_entry.py"),
                            role=role, sagemaker_session=session, hyperparameters={"C": 5.0}, base_job_name="sdk-v3",
                            compute=Compute(instance_type="ml.m5.large", instance_count=1))
     trainer.train(input_data_config=[InputData(channel_name="train", data_source=data)], wait=True, logs=False)
@@ -71,7 +46,7 @@ def main():
                "channels": sorted(c.channel_name for c in job.input_data_config)}
 
     builder = ModelBuilder(s3_model_data_url=job.model_artifacts.s3_model_artifacts, image_uri=IMAGE,
-                           source_code=ServingCode(source_dir=code, entry_script="inference.py"), role_arn=role,
+                           source_code=ServingCode(source_dir=CODE, entry_script="sklearn_entry.py"), role_arn=role,
                            sagemaker_session=session, instance_type="ml.m5.large")
     results["model"] = builder.build().model_name
     endpoint = builder.deploy(endpoint_name="sdk-v3-endpoint", wait=False)
