@@ -128,6 +128,9 @@ def test_a_worker_killed_while_a_stage_runs_leaves_one_job_that_the_next_try_rea
         time.sleep(1)
     assert not [p for p in psutil.process_iter() if _group(p) == group], "the killed worker left processes"
     if state == "failed":
+        # the run first ends failed (its downstream upstream_failed): a clear that races the scheduler's
+        # decisions for the failed task can see them land after it
+        stack.wait_for_runs([run_id], timeout=300, dag_id=dag_id)
         with stack.api() as api:  # what "Clear" on the failed task, with its downstream, in the UI sends
             api.post(f"/dags/{dag_id}/clearTaskInstances", json={
                 "dry_run": False, "dag_run_id": run_id, "task_ids": ["train"], "include_downstream": True,
