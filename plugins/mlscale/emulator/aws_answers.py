@@ -1,6 +1,6 @@
 """Every API answer in its protocol's shape: what moto cannot serve names the operation; none is an HTML page.
 
-moto raises NotImplementedError for an operation it lacks (and for options of one it has), and any other
+moto raises Python's not-implemented exception for an operation it lacks (and for options of one it has); any other
 exception of its own becomes Flask's HTML 500 page, which no SDK can parse (botocore: "Unable to parse
 response ... invalid XML received"). Here both become the protocol's own error, as the AWS common errors
 name them: 501 NotImplemented and 500 InternalFailure

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -179,3 +180,24 @@ def container_command(entrypoint: list[str], arguments: list[str], root: Path, p
     if private_opt_ml:
         return with_private_opt_ml(command, root)
     return [rewrite_argument(a, root) for a in command]
+
+
+def gpu_count() -> int:
+    """This machine's GPUs, as nvidia-smi lists them (0 without it)."""
+    import shutil
+
+    if not shutil.which("nvidia-smi"):
+        return 0
+    result = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True)
+    return len([line for line in result.stdout.splitlines() if line.strip()]) if result.returncode == 0 else 0
+
+
+_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
+
+
+def first_exception_line(lines) -> str | None:
+    """The first exception line in a process's stderr: under torchrun the script's, before torchrun's summary."""
+    for line in lines:
+        if _EXCEPTION_LINE.match(line.strip()) and "ChildFailedError" not in line:
+            return line.strip()[:300]
+    return None

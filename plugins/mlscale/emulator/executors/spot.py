@@ -17,6 +17,8 @@ import threading
 import time
 from typing import Any
 
+from mlscale.emulator.executors import checkpoints
+
 INTERRUPTED = object()  # what TrainingRun._train answers when the instances were reclaimed
 CAPACITY_WAIT_SECONDS = 3  # until Spot capacity is back (minutes or more on AWS)
 
@@ -47,7 +49,7 @@ class Spot:
         self.reclaim.clear()
         self.interruptions += 1
         for layout in layouts:
-            run._sync_checkpoints_up(s3, layout)
+            checkpoints.sync_up(s3, self.job, layout)
         run._set_status("InProgress", "Interrupted", "The Spot instances were interrupted: waiting for Spot capacity "
                         f"(interruption {self.interruptions})")  # fmt: skip
         deadline = time.monotonic() + CAPACITY_WAIT_SECONDS
@@ -64,6 +66,6 @@ class Spot:
         for layout in layouts:  # new instances: only what reached S3 comes back
             shutil.rmtree(layout.checkpoint_dir, ignore_errors=True)
             layout.checkpoint_dir.mkdir(parents=True)
-            run._sync_checkpoints_down(s3, layout)
+            checkpoints.sync_down(s3, self.job, layout)
         run._set_status("InProgress", "Training", "Training resumed on new Spot instances from the checkpoints")
         return True

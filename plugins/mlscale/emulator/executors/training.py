@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
-import shutil
 import subprocess
 import threading
 import time
@@ -14,12 +12,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from mlscale.emulator import algorithms, job_env, settings
-from mlscale.emulator.executors import requirements, s3io, training_env
+from mlscale.emulator.executors import checkpoints, requirements, s3io, training_env
 from mlscale.emulator.executors.log_shipper import LogShipper
 from mlscale.emulator.executors.processes import (
     container_command,
     drain_output,
+    first_exception_line,
     free_port,
+    gpu_count,
     launch,
     opt_ml_namespace_available,
     stop_process_group,
@@ -144,7 +144,7 @@ class TrainingRun:
         self._set_status("InProgress", "Uploading", "Uploading generated training model")
         self._upload_outputs(s3, layouts[0])
         for layout in layouts:
-            self._sync_checkpoints_up(s3, layout)
+            checkpoints.sync_up(s3, self.job, layout)
         self._finish("Completed", "Completed", "Training job completed")
 
     def _prepare_hosts(self, s3, hosts: list[str], layouts: list[training_env.HostLayout]) -> None:
@@ -168,7 +168,7 @@ class TrainingRun:
                 s3io.download_and_extract(s3, submit_dir, layout.code_dir)
             for channel in channels:
                 self._stage_channel(s3, channel, layout, index, len(hosts))
-            self._sync_checkpoints_down(s3, layout)
+            checkpoints.sync_down(s3, self.job, layout)
         self._install_requirements(layouts)
 
     def _stage_channel(self, s3, channel: dict[str, Any], layout, index: int, host_count: int) -> None:
@@ -251,7 +251,7 @@ class TrainingRun:
         elif not (layouts[0].code_dir / program).exists():
             raise JobFailed(f"ClientError: entry point {program} not found in the submitted source directory")
         distribution = training_env.distribution_of(framework_hps)
-        gpus = _gpu_count()
+        gpus = gpu_count()
         procs_per_host = max(1, gpus) if distribution == "torch_distributed" else 1
         master_port = free_port()
         instance_type = job.resource_config.get("InstanceType", "ml.m5.large")
@@ -373,7 +373,7 @@ class TrainingRun:
                 return text
         else:
             message = "\n".join(tail)[-600:]
-            cause = _root_cause(tail)
+            cause = first_exception_line(tail)
             if cause and not message.startswith(cause):
                 message = f"{cause}\n...\n{message}"
             if code in (137, -9):
@@ -393,31 +393,3 @@ class TrainingRun:
                 archive = s3io.tar_directory(folder, self.job_dir / name)
                 s3io.upload_file(s3, archive, f"{base}/{name}")
         job.model_artifacts = {"S3ModelArtifacts": f"{base}/model.tar.gz"}
-
-    def _sync_checkpoints_down(self, s3, layout) -> None:
-        uri = (self.job.checkpoint_config or {}).get("S3Uri")
-        if uri and s3io.list_keys(s3, uri):
-            s3io.download_prefix(s3, uri, layout.checkpoint_dir)
-
-    def _sync_checkpoints_up(self, s3, layout) -> None:
-        uri = (self.job.checkpoint_config or {}).get("S3Uri")
-        if uri and layout.checkpoint_dir.exists():
-            s3io.upload_directory(s3, layout.checkpoint_dir, uri)
-
-
-_EXCEPTION_LINE = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit)\b.*")
-
-
-def _root_cause(lines) -> str | None:
-    """The first exception line in stderr: under torchrun the script's, before torchrun's own summary."""
-    for line in lines:
-        if _EXCEPTION_LINE.match(line.strip()) and "ChildFailedError" not in line:
-            return line.strip()[:300]
-    return None
-
-
-def _gpu_count() -> int:
-    if not shutil.which("nvidia-smi"):
-        return 0
-    result = subprocess.run(["nvidia-smi", "--list-gpus"], capture_output=True, text=True)
-    return len([line for line in result.stdout.splitlines() if line.strip()]) if result.returncode == 0 else 0
