@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-packages browser demo airflow test test-fast bench emulator-up emulator-down lock clean
+.PHONY: install system-packages browser demo airflow lint format test test-fast bench emulator-up emulator-down lock clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ system-packages:
 	  echo "not installed (needs root and apt): $$missing"
 
 browser: system-packages
+
+lint: install  ## ruff: lint and format check (CI runs it before the tests)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: install  ## ruff: fix what it can and format
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 test: install system-packages  ## the whole suite: unit, emulator, Airflow, end-to-end and browser tests
 	$(BIN)/python -m pytest -q

@@ -30,21 +30,36 @@ with DAG(dag_id="provider_baseline", start_date=pendulum.datetime(2026, 1, 1, tz
     transform = SageMakerTransformOperator(
         task_id="evaluate",
         config={
-            "Model": {"ModelName": "baseline-{{ ts_nodash }}", "ExecutionRoleArn": ROLE,
-                      "PrimaryContainer": {"Image": "image:1", "ModelDataUrl": "s3://bucket/models/model.tar.gz"}},
-            "Transform": {"TransformJobName": "baseline-{{ ts_nodash }}", "ModelName": "baseline-{{ ts_nodash }}",
-                          "TransformInput": {"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix",
-                                                                              "S3Uri": "s3://bucket/eval/"}}},
-                          "TransformOutput": {"S3OutputPath": "s3://bucket/predictions/"},
-                          "TransformResources": {"InstanceType": "ml.m5.large", "InstanceCount": 1}},
+            "Model": {
+                "ModelName": "baseline-{{ ts_nodash }}",
+                "ExecutionRoleArn": ROLE,
+                "PrimaryContainer": {"Image": "image:1", "ModelDataUrl": "s3://bucket/models/model.tar.gz"},
+            },
+            "Transform": {
+                "TransformJobName": "baseline-{{ ts_nodash }}",
+                "ModelName": "baseline-{{ ts_nodash }}",
+                "TransformInput": {
+                    "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://bucket/eval/"}}
+                },
+                "TransformOutput": {"S3OutputPath": "s3://bucket/predictions/"},
+                "TransformResources": {"InstanceType": "ml.m5.large", "InstanceCount": 1},
+            },
         },
     )
     endpoint = SageMakerEndpointOperator(
         task_id="deploy_endpoint",
         config={
-            "EndpointConfig": {"EndpointConfigName": "baseline-{{ ts_nodash }}", "ProductionVariants": [
-                {"VariantName": "AllTraffic", "ModelName": "baseline-{{ ts_nodash }}", "InitialInstanceCount": 1,
-                 "InstanceType": "ml.c5.large"}]},
+            "EndpointConfig": {
+                "EndpointConfigName": "baseline-{{ ts_nodash }}",
+                "ProductionVariants": [
+                    {
+                        "VariantName": "AllTraffic",
+                        "ModelName": "baseline-{{ ts_nodash }}",
+                        "InitialInstanceCount": 1,
+                        "InstanceType": "ml.c5.large",
+                    }
+                ],
+            },
             "Endpoint": {"EndpointName": "baseline", "EndpointConfigName": "baseline-{{ ts_nodash }}"},
         },
     )

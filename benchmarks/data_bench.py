@@ -47,9 +47,14 @@ def bench_shard_writing(work: Path) -> dict:
 
     records = _records(WRITE_RECORDS)
     size = records.nbytes
-    table = pa.table({"label": records["label"],
-                      "pixels": pa.FixedSizeBinaryArray.from_buffers(
-                          pa.binary(64), len(records), [None, pa.py_buffer(records["pixels"].tobytes())])})  # fmt: skip
+    table = pa.table(
+        {
+            "label": records["label"],
+            "pixels": pa.FixedSizeBinaryArray.from_buffers(
+                pa.binary(64), len(records), [None, pa.py_buffer(records["pixels"].tobytes())]
+            ),
+        }
+    )
     source = work / "raw.bin"
     source.write_bytes(records.tobytes())
 
@@ -63,8 +68,13 @@ def bench_shard_writing(work: Path) -> dict:
     def arrow_dataset():
         out = work / "dataset"
         shutil.rmtree(out, ignore_errors=True)
-        ds.write_dataset(table, out, format="parquet", max_rows_per_file=len(records) // SHARDS + 1,
-                         max_rows_per_group=len(records) // SHARDS + 1)  # fmt: skip
+        ds.write_dataset(
+            table,
+            out,
+            format="parquet",
+            max_rows_per_file=len(records) // SHARDS + 1,
+            max_rows_per_group=len(records) // SHARDS + 1,
+        )
         os.sync()
 
     def raw_copy():
@@ -145,24 +155,37 @@ def figures(quick: bool = False) -> list:
     return [
         Figure("shard_writing_vs_pyarrow", write["shards"], write["pyarrow write_dataset"], ">= 1.0", "MB/s", note),
         Figure("shard_writing_vs_raw_copy", write["shards"], write["raw copy"], ">= 0.7", "MB/s", note),
-        *(Figure(f"loader_vs_one_file_per_record{'' if scale == 1 else f'_{scale}x'}", loader["shards"],
-                 loader["one file per record"], ">= 5", "samples/s",
-                 f"{LOADER_RECORDS * scale:,} records, batch 256, 2 workers, median of {REPEATS}")
-          for scale, loader in loaders.items()),
-    ]  # fmt: skip
+        *(
+            Figure(
+                f"loader_vs_one_file_per_record{'' if scale == 1 else f'_{scale}x'}",
+                loader["shards"],
+                loader["one file per record"],
+                ">= 5",
+                "samples/s",
+                f"{LOADER_RECORDS * scale:,} records, batch 256, 2 workers, median of {REPEATS}",
+            )
+            for scale, loader in loaders.items()
+        ),
+    ]
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory(dir=REPO / ".mlscale" if (REPO / ".mlscale").exists() else None) as tmp:
         work = Path(tmp)
         write = bench_shard_writing(work)
-        print(f"Shard writing ({WRITE_RECORDS} records, {SHARDS} shards), MB/s: "
-              + ", ".join(f"{k} {v:.0f}" for k, v in write.items()))
-        print(f"  ratio shards / pyarrow write_dataset {write['shards'] / write['pyarrow write_dataset']:.2f}, "
-              f"shards / raw copy {write['shards'] / write['raw copy']:.2f}")
+        print(
+            f"Shard writing ({WRITE_RECORDS} records, {SHARDS} shards), MB/s: "
+            + ", ".join(f"{k} {v:.0f}" for k, v in write.items())
+        )
+        print(
+            f"  ratio shards / pyarrow write_dataset {write['shards'] / write['pyarrow write_dataset']:.2f}, "
+            f"shards / raw copy {write['shards'] / write['raw copy']:.2f}"
+        )
         loader = bench_loader(work)
-        print(f"Loader ({LOADER_RECORDS} records, batch 256, 2 workers), samples/s: "
-              + ", ".join(f"{k} {v:.0f}" for k, v in loader.items()))
+        print(
+            f"Loader ({LOADER_RECORDS} records, batch 256, 2 workers), samples/s: "
+            + ", ".join(f"{k} {v:.0f}" for k, v in loader.items())
+        )
         print(f"  ratio shards / one file per record {loader['shards'] / loader['one file per record']:.2f}")
 
 

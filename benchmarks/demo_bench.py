@@ -24,30 +24,59 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from goals import Figure
 
 REPO = Path(__file__).resolve().parent.parent
 JOB_TIMES = {  # list call, its summaries key, the name field, describe call, start and end fields
-    "training": ("list_training_jobs", "TrainingJobSummaries", "TrainingJobName", "describe_training_job",
-                 "TrainingStartTime", "TrainingEndTime"),
-    "processing": ("list_processing_jobs", "ProcessingJobSummaries", "ProcessingJobName", "describe_processing_job",
-                   "ProcessingStartTime", "ProcessingEndTime"),
-    "transform": ("list_transform_jobs", "TransformJobSummaries", "TransformJobName", "describe_transform_job",
-                  "TransformStartTime", "TransformEndTime"),
-    "compilation": ("list_compilation_jobs", "CompilationJobSummaries", "CompilationJobName",
-                    "describe_compilation_job", "CompilationStartTime", "CompilationEndTime"),
-}  # fmt: skip
+    "training": (
+        "list_training_jobs",
+        "TrainingJobSummaries",
+        "TrainingJobName",
+        "describe_training_job",
+        "TrainingStartTime",
+        "TrainingEndTime",
+    ),
+    "processing": (
+        "list_processing_jobs",
+        "ProcessingJobSummaries",
+        "ProcessingJobName",
+        "describe_processing_job",
+        "ProcessingStartTime",
+        "ProcessingEndTime",
+    ),
+    "transform": (
+        "list_transform_jobs",
+        "TransformJobSummaries",
+        "TransformJobName",
+        "describe_transform_job",
+        "TransformStartTime",
+        "TransformEndTime",
+    ),
+    "compilation": (
+        "list_compilation_jobs",
+        "CompilationJobSummaries",
+        "CompilationJobName",
+        "describe_compilation_job",
+        "CompilationStartTime",
+        "CompilationEndTime",
+    ),
+}
 
 
 # The other services the demo calls (Greengrass v2 aside: moto has none), one cheap call each for the baseline
 DEMO_SERVICES = [
-    ("athena", "list_work_groups", {}), ("glue", "get_databases", {}), ("logs", "describe_log_groups", {}),
-    ("cloudwatch", "list_metrics", {}), ("iot", "list_thing_groups", {}), ("sts", "get_caller_identity", {}),
-    ("iam", "list_roles", {}), ("application-autoscaling", "describe_scalable_targets", {"ServiceNamespace": "sagemaker"}),
-]  # fmt: skip
+    ("athena", "list_work_groups", {}),
+    ("glue", "get_databases", {}),
+    ("logs", "describe_log_groups", {}),
+    ("cloudwatch", "list_metrics", {}),
+    ("iot", "list_thing_groups", {}),
+    ("sts", "get_caller_identity", {}),
+    ("iam", "list_roles", {}),
+    ("application-autoscaling", "describe_scalable_targets", {"ServiceNamespace": "sagemaker"}),
+]
 
 
 def _free_port() -> int:
@@ -85,19 +114,32 @@ class PeakRss:
 
 
 def _demo(home: str, emulator, conf: dict) -> dict:
-    env = {**os.environ, "MLSCALE_HOME": home, "MLSCALE_REPO": str(REPO), "MLSCALE_EMULATOR_PORT": str(emulator.port),
-           "MLSCALE_EMULATOR_HOME": str(emulator.home)}  # fmt: skip
+    env = {
+        **os.environ,
+        "MLSCALE_HOME": home,
+        "MLSCALE_REPO": str(REPO),
+        "MLSCALE_EMULATOR_PORT": str(emulator.port),
+        "MLSCALE_EMULATOR_HOME": str(emulator.home),
+    }
     for name in ("AIRFLOW_HOME", "AIRFLOW_CONN_AWS_DEFAULT"):
         env.pop(name, None)
-    out = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", json.dumps(conf)], env=env,
-                         capture_output=True, text=True, timeout=900).stdout  # fmt: skip
-    summary = out[out.index("mlscale demo summary"):] if "mlscale demo summary" in out else out[-2000:]
+    out = subprocess.run(
+        [sys.executable, "-m", "mlscale.cli", "demo", json.dumps(conf)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    ).stdout
+    summary = out[out.index("mlscale demo summary") :] if "mlscale demo summary" in out else out[-2000:]
     run = re.search(r"DAG run\s+(\S+): success", summary)
     if not run:
         raise RuntimeError(f"the demo failed:\n{summary}")
     ran = re.search(r"ran: ([^\n]*)", summary).group(1)
-    return {"run_id": run.group(1), "seconds": float(re.search(r"the pipeline run ([0-9.]+) s", summary).group(1)),
-            "ran": [] if ran == "none" else ran.split(", ")}  # fmt: skip
+    return {
+        "run_id": run.group(1),
+        "seconds": float(re.search(r"the pipeline run ([0-9.]+) s", summary).group(1)),
+        "ran": [] if ran == "none" else ran.split(", "),
+    }
 
 
 def _utc(value: str | None) -> float | None:
@@ -105,16 +147,20 @@ def _utc(value: str | None) -> float | None:
     if not value:
         return None
     moment = datetime.fromisoformat(value)
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
 
 
 def run_timings(home: str, run_id: str) -> tuple[tuple[float, float], dict[str, tuple[float, float]]]:
     """The pipeline run's (start, end) and each task's, from the demo's Airflow database."""
     with sqlite3.connect(Path(home) / "airflow" / "airflow.db") as db:
-        start, end = db.execute("SELECT start_date, end_date FROM dag_run WHERE dag_id='mlscale_pipeline' AND "
-                                "run_id=?", (run_id,)).fetchone()  # fmt: skip
-        tasks = db.execute("SELECT task_id, start_date, end_date FROM task_instance WHERE dag_id='mlscale_pipeline' "
-                           "AND run_id=? AND start_date IS NOT NULL AND end_date IS NOT NULL", (run_id,)).fetchall()  # fmt: skip
+        start, end = db.execute(
+            "SELECT start_date, end_date FROM dag_run WHERE dag_id='mlscale_pipeline' AND run_id=?", (run_id,)
+        ).fetchone()
+        tasks = db.execute(
+            "SELECT task_id, start_date, end_date FROM task_instance WHERE dag_id='mlscale_pipeline' "
+            "AND run_id=? AND start_date IS NOT NULL AND end_date IS NOT NULL",
+            (run_id,),
+        ).fetchall()
     return (_utc(start), _utc(end)), {task: (_utc(s), _utc(e)) for task, s, e in tasks}
 
 
@@ -160,8 +206,10 @@ def overhead_breakdown(tasks: dict[str, tuple[float, float]], jobs: list[tuple[s
     """One line per task, longest first: its time, the job time inside it, the rest."""
     spans = [(a, b) for _, a, b in jobs]
     rows = sorted(((e - s, covered(spans, (s, e)), task) for task, (s, e) in tasks.items()), reverse=True)
-    return [f"  {task:<18} {took:6.1f} s, jobs {inside:5.1f} s, orchestration {took - inside:5.1f} s"
-            for took, inside, task in rows]  # fmt: skip
+    return [
+        f"  {task:<18} {took:6.1f} s, jobs {inside:5.1f} s, orchestration {took - inside:5.1f} s"
+        for took, inside, task in rows
+    ]
 
 
 def s3_inventory(s3) -> list[tuple[str, str, int]]:
@@ -177,8 +225,11 @@ def plain_moto_rss(objects: list[tuple[str, str, int]], jobs: int) -> int:
     import boto3
 
     port = _free_port()
-    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1")
@@ -197,12 +248,18 @@ def plain_moto_rss(objects: list[tuple[str, str, int]], jobs: int) -> int:
             role = "arn:aws:iam::123456789012:role/bench"
             for n in range(jobs):
                 sagemaker.create_training_job(
-                    TrainingJobName=f"bench-{n}", RoleArn=role, StoppingCondition={"MaxRuntimeInSeconds": 60},
+                    TrainingJobName=f"bench-{n}",
+                    RoleArn=role,
+                    StoppingCondition={"MaxRuntimeInSeconds": 60},
                     AlgorithmSpecification={"TrainingImage": "image", "TrainingInputMode": "File"},
                     OutputDataConfig={"S3OutputPath": "s3://bench/out"},
-                    ResourceConfig={"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1})  # fmt: skip
-                sagemaker.create_model(ModelName=f"bench-{n}", ExecutionRoleArn=role,
-                                       PrimaryContainer={"Image": "image", "ModelDataUrl": "s3://bench/m.tar.gz"})  # fmt: skip
+                    ResourceConfig={"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1},
+                )
+                sagemaker.create_model(
+                    ModelName=f"bench-{n}",
+                    ExecutionRoleArn=role,
+                    PrimaryContainer={"Image": "image", "ModelDataUrl": "s3://bench/m.tar.gz"},
+                )
             for service, call, kwargs in DEMO_SERVICES:  # moto loads a service's backend on its first call
                 getattr(session.client(service, endpoint_url=url), call)(**kwargs)
             time.sleep(1)
@@ -241,19 +298,49 @@ def figures(quick: bool) -> list[Figure]:
     data = "7 x 1,000" if quick else "7 x 10,000"
     top = "; ".join(line.strip() for line in breakdown[:3])
     return [
-        Figure("demo_orchestration_overhead", (wall - in_jobs) / wall, None, "<= 0.2", "of the run",
-               f"{wall:.1f} s run, {in_jobs:.1f} s in {len(jobs)} jobs ({data} records); longest tasks: {top}"),
-        Figure("trainer_data_wait_fraction", 1.0 if waiting is None else waiting, None, "<= 0.05", "of training",
-               "the example trainer's data:wait_fraction metric in the demo's training job (time waiting for the "
-               "next batch of the shard loader / the epoch)" + (" (not reported)" if waiting is None else "")),
-        Figure("emulator_server_peak_rss_vs_moto", server_rss.peak / 2**20, moto_peak / 2**20, "<= 1.5", "MB",
-               f"the emulator server during the demo vs plain moto given the same {len(objects)} S3 objects "
-               f"({sum(s for _, _, s in objects) / 1e6:.0f} MB)"),
-        Figure("cache_unchanged_rerun_wall", again["seconds"], first["seconds"], "<= 0.25", "s",
-               f"the demo's pipeline run ({data} records), re-run unchanged with cache on vs its first run"),
-        Figure("cache_unchanged_rerun_new_jobs", len(again["ran"]), None, "<= 0", "jobs",
-               f"stages that launched a job on the re-run: {', '.join(again['ran']) or 'none'}"),
-    ]  # fmt: skip
+        Figure(
+            "demo_orchestration_overhead",
+            (wall - in_jobs) / wall,
+            None,
+            "<= 0.2",
+            "of the run",
+            f"{wall:.1f} s run, {in_jobs:.1f} s in {len(jobs)} jobs ({data} records); longest tasks: {top}",
+        ),
+        Figure(
+            "trainer_data_wait_fraction",
+            1.0 if waiting is None else waiting,
+            None,
+            "<= 0.05",
+            "of training",
+            "the example trainer's data:wait_fraction metric in the demo's training job (time waiting for the "
+            "next batch of the shard loader / the epoch)" + (" (not reported)" if waiting is None else ""),
+        ),
+        Figure(
+            "emulator_server_peak_rss_vs_moto",
+            server_rss.peak / 2**20,
+            moto_peak / 2**20,
+            "<= 1.5",
+            "MB",
+            f"the emulator server during the demo vs plain moto given the same {len(objects)} S3 objects "
+            f"({sum(s for _, _, s in objects) / 1e6:.0f} MB)",
+        ),
+        Figure(
+            "cache_unchanged_rerun_wall",
+            again["seconds"],
+            first["seconds"],
+            "<= 0.25",
+            "s",
+            f"the demo's pipeline run ({data} records), re-run unchanged with cache on vs its first run",
+        ),
+        Figure(
+            "cache_unchanged_rerun_new_jobs",
+            len(again["ran"]),
+            None,
+            "<= 0",
+            "jobs",
+            f"stages that launched a job on the re-run: {', '.join(again['ran']) or 'none'}",
+        ),
+    ]
 
 
 if __name__ == "__main__":

@@ -33,8 +33,9 @@ def _emulator(home: Path):
 def _through_emulator(sagemaker, name: str, source: str, channels: dict, instances: int) -> float:
     from tests.conftest import training_request
 
-    request = training_request(name, source, instance_count=instances, hyperparameters={"epochs": EPOCHS},
-                               channels=channels, distributed=True)  # fmt: skip
+    request = training_request(
+        name, source, instance_count=instances, hyperparameters={"epochs": EPOCHS}, channels=channels, distributed=True
+    )
     started = time.time()
     sagemaker.create_training_job(**request)
     while (job := sagemaker.describe_training_job(TrainingJobName=name))["TrainingJobStatus"] == "InProgress":
@@ -49,16 +50,46 @@ def _directly(work: Path, data: dict[str, Path], instances: int) -> float:
     model = work / f"model-{instances}"
     model.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_"))}
-    env.update({"SM_MODEL_DIR": str(model), "SM_CHANNEL_TRAIN": str(data["train"]), "SM_CHANNEL_TEST": str(data["test"]),
-                "SM_HOSTS": '["algo-1"]', "SM_CURRENT_HOST": "algo-1", "PYTHONUNBUFFERED": "1",
-                "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // instances))})  # fmt: skip
+    env.update(
+        {
+            "SM_MODEL_DIR": str(model),
+            "SM_CHANNEL_TRAIN": str(data["train"]),
+            "SM_CHANNEL_TEST": str(data["test"]),
+            "SM_HOSTS": '["algo-1"]',
+            "SM_CURRENT_HOST": "algo-1",
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": str(max(1, (os.cpu_count() or 1) // instances)),
+        }
+    )
     port = str(_free_port())
-    commands = [[sys.executable, "-m", "torch.distributed.run", "--nnodes", str(instances), "--nproc_per_node", "1",
-                 "--master_addr", "127.0.0.1", "--master_port", port, "--node_rank", str(rank), "train.py",
-                 "--epochs", str(EPOCHS)] for rank in range(instances)]  # fmt: skip
+    commands = [
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            str(instances),
+            "--nproc_per_node",
+            "1",
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            port,
+            "--node_rank",
+            str(rank),
+            "train.py",
+            "--epochs",
+            str(EPOCHS),
+        ]
+        for rank in range(instances)
+    ]
     started = time.perf_counter()
-    processes = [subprocess.Popen(command, cwd=REPO / "include" / "training", env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE) for command in commands]  # fmt: skip
+    processes = [
+        subprocess.Popen(
+            command, cwd=REPO / "include" / "training", env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        for command in commands
+    ]
     for process in processes:
         _, stderr = process.communicate()
         assert process.returncode == 0, stderr.decode(errors="replace")[-2000:]
@@ -74,8 +105,8 @@ def _free_port() -> int:
 def figures(quick: bool = False) -> list:
     import boto3
     import numpy as np
-
     from goals import Figure, median, spread
+
     from mlscale.datasets.digits import digits_splits, stage_digits
     from tests.conftest import upload_source
 
@@ -87,17 +118,29 @@ def figures(quick: bool = False) -> list:
         work = Path(tmp)
         server = _emulator(work / "emulator")
         try:
+
             def client(service):
-                return boto3.client(service, endpoint_url=server.endpoint_url, region_name="us-east-1",
-                                    aws_access_key_id="bench", aws_secret_access_key="bench")  # fmt: skip
+                return boto3.client(
+                    service,
+                    endpoint_url=server.endpoint_url,
+                    region_name="us-east-1",
+                    aws_access_key_id="bench",
+                    aws_secret_access_key="bench",
+                )
 
             s3, sagemaker = client("s3"), client("sagemaker")
             sagemaker.list_training_jobs()  # a client's first call resolves its endpoint rules: not the emulator's time
             s3.create_bucket(Bucket="mlscale-test")
-            channels = {name: uri for name, uri in stage_digits(s3, "mlscale-test", "bench/digits").items()
-                        if name in ("train", "test")}  # fmt: skip
-            source = upload_source(s3, {f: (REPO / "include" / "training" / f).read_text()
-                                        for f in ("train.py", "shard_loader.py")}, "bench/sourcedir.tar.gz")  # fmt: skip
+            channels = {
+                name: uri
+                for name, uri in stage_digits(s3, "mlscale-test", "bench/digits").items()
+                if name in ("train", "test")
+            }
+            source = upload_source(
+                s3,
+                {f: (REPO / "include" / "training" / f).read_text() for f in ("train.py", "shard_loader.py")},
+                "bench/sourcedir.tar.gz",
+            )
             data = {}
             for split, arrays in digits_splits(7).items():  # the same arrays stage_digits wrote
                 data[split] = work / "data" / split
@@ -108,12 +151,20 @@ def figures(quick: bool = False) -> list:
             for instances in (1, 2):
                 emulated, direct = [], []
                 for round_ in range(rounds):
-                    emulated.append(_through_emulator(sagemaker, f"bench-{instances}-{round_}", source, channels,
-                                                      instances))  # fmt: skip
+                    emulated.append(
+                        _through_emulator(sagemaker, f"bench-{instances}-{round_}", source, channels, instances)
+                    )
                     direct.append(_directly(work, data, instances))
-                results.append(Figure(f"emulator_overhead_training_{instances}_instance{'s' if instances > 1 else ''}",
-                                      median(emulated), median(direct), "<= 1.1", "s",
-                                      f"train.py, {EPOCHS} epochs; emulator {spread(emulated)}; direct {spread(direct)}"))  # fmt: skip
+                results.append(
+                    Figure(
+                        f"emulator_overhead_training_{instances}_instance{'s' if instances > 1 else ''}",
+                        median(emulated),
+                        median(direct),
+                        "<= 1.1",
+                        "s",
+                        f"train.py, {EPOCHS} epochs; emulator {spread(emulated)}; direct {spread(direct)}",
+                    )
+                )
             import emulator_jobs_bench
 
             model = sagemaker.describe_training_job(TrainingJobName="bench-1-0")["ModelArtifacts"]["S3ModelArtifacts"]

@@ -69,22 +69,50 @@ def processing_through_emulator(sagemaker, bucket: str, name: str) -> float:
     the script run, outputs uploaded); the bench's own polling interval is not the emulator's time."""
 
     def output(kind: str) -> dict:
-        return {"OutputName": kind, "S3Output": {"S3Uri": f"s3://{bucket}/{name}/{kind}/",
-                                                 "LocalPath": f"/opt/ml/processing/output/{kind}", "S3UploadMode": "EndOfJob"}}  # fmt: skip
+        return {
+            "OutputName": kind,
+            "S3Output": {
+                "S3Uri": f"s3://{bucket}/{name}/{kind}/",
+                "LocalPath": f"/opt/ml/processing/output/{kind}",
+                "S3UploadMode": "EndOfJob",
+            },
+        }
 
     started = time.time()
     sagemaker.create_processing_job(
-        ProcessingJobName=name, RoleArn=ROLE,
-        AppSpecification={"ImageUri": "pytorch-training:2", "ContainerEntrypoint": [
-            "python3", "/opt/ml/processing/input/code/shard.py"], "ContainerArguments": SHARD_ARGS},
+        ProcessingJobName=name,
+        RoleArn=ROLE,
+        AppSpecification={
+            "ImageUri": "pytorch-training:2",
+            "ContainerEntrypoint": ["python3", "/opt/ml/processing/input/code/shard.py"],
+            "ContainerArguments": SHARD_ARGS,
+        },
         ProcessingInputs=[
-            {"InputName": "code", "S3Input": {"S3Uri": f"s3://{bucket}/code/shard.py", "S3DataType": "S3Prefix",
-             "LocalPath": "/opt/ml/processing/input/code", "S3InputMode": "File"}},
-            {"InputName": "data", "S3Input": {"S3Uri": f"s3://{bucket}/raw/", "S3DataType": "S3Prefix",
-             "LocalPath": "/opt/ml/processing/input/data", "S3InputMode": "File"}}],
+            {
+                "InputName": "code",
+                "S3Input": {
+                    "S3Uri": f"s3://{bucket}/code/shard.py",
+                    "S3DataType": "S3Prefix",
+                    "LocalPath": "/opt/ml/processing/input/code",
+                    "S3InputMode": "File",
+                },
+            },
+            {
+                "InputName": "data",
+                "S3Input": {
+                    "S3Uri": f"s3://{bucket}/raw/",
+                    "S3DataType": "S3Prefix",
+                    "LocalPath": "/opt/ml/processing/input/data",
+                    "S3InputMode": "File",
+                },
+            },
+        ],
         ProcessingOutputConfig={"Outputs": [output("shards"), output("test"), output("eval")]},
-        ProcessingResources={"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 10}},
-        StoppingCondition={"MaxRuntimeInSeconds": 600})  # fmt: skip
+        ProcessingResources={
+            "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 10}
+        },
+        StoppingCondition={"MaxRuntimeInSeconds": 600},
+    )
     job = _wait(sagemaker.describe_processing_job, {"ProcessingJobName": name}, "ProcessingJobStatus")
     assert job["ProcessingJobStatus"] == "Completed", job.get("FailureReason")
     return job["ProcessingEndTime"].timestamp() - started
@@ -93,10 +121,23 @@ def processing_through_emulator(sagemaker, bucket: str, name: str) -> float:
 def processing_directly(raw: Path, out: Path) -> float:
     (out / "config").mkdir(parents=True, exist_ok=True)
     (out / "config" / "resourceconfig.json").write_text(json.dumps({"current_host": "algo-1", "hosts": ["algo-1"]}))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_"))},
-           "SAGEMAKER_PROCESSING_ROOT": str(out)}  # fmt: skip
-    command = [sys.executable, str(SHARD), "--input-dir", str(raw), "--output-dir", str(out / "shards"),
-               "--test-dir", str(out / "test"), "--eval-dir", str(out / "eval"), *SHARD_ARGS]  # fmt: skip
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "SM_"))},
+        "SAGEMAKER_PROCESSING_ROOT": str(out),
+    }
+    command = [
+        sys.executable,
+        str(SHARD),
+        "--input-dir",
+        str(raw),
+        "--output-dir",
+        str(out / "shards"),
+        "--test-dir",
+        str(out / "test"),
+        "--eval-dir",
+        str(out / "eval"),
+        *SHARD_ARGS,
+    ]
     started = time.perf_counter()
     subprocess.run(command, env=env, check=True, capture_output=True)
     return time.perf_counter() - started
@@ -106,11 +147,18 @@ def transform_through_emulator(sagemaker, bucket: str, model: str, features: str
     """From CreateTransformJob to the job's TransformEndTime (the outputs written)."""
     started = time.time()
     sagemaker.create_transform_job(
-        TransformJobName=name, ModelName=model, BatchStrategy="MultiRecord", MaxPayloadInMB=6,
-        TransformInput={"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": features}},
-                        "ContentType": "text/csv", "SplitType": "Line"},
+        TransformJobName=name,
+        ModelName=model,
+        BatchStrategy="MultiRecord",
+        MaxPayloadInMB=6,
+        TransformInput={
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": features}},
+            "ContentType": "text/csv",
+            "SplitType": "Line",
+        },
         TransformOutput={"S3OutputPath": f"s3://{bucket}/{name}/", "Accept": "text/csv", "AssembleWith": "Line"},
-        TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1})  # fmt: skip
+        TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1},
+    )
     job = _wait(sagemaker.describe_transform_job, {"TransformJobName": name}, "TransformJobStatus")
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
     return job["TransformEndTime"].timestamp() - started
@@ -119,8 +167,11 @@ def transform_through_emulator(sagemaker, bucket: str, model: str, features: str
 def transform_directly(model_dir: Path, features: Path, out: Path) -> float:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-c", DIRECT_TRANSFORM, str(model_dir), str(features), str(out)], check=True,
-                   capture_output=True)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-c", DIRECT_TRANSFORM, str(model_dir), str(features), str(out)],
+        check=True,
+        capture_output=True,
+    )
     return time.perf_counter() - started
 
 
@@ -135,24 +186,50 @@ def figures(s3, sagemaker, work: Path, model_artifact: str, rounds: int, records
     for round_ in range(rounds):
         emulated.append(processing_through_emulator(sagemaker, bucket, f"bench-shard-{round_}"))
         direct.append(processing_directly(raw, work / f"shard-{round_}"))
-    results = [Figure("emulator_overhead_processing", median(emulated), median(direct), "<= 1.1", "s",
-                      f"shard.py over 7 x {records_per_day:,} records; emulator {spread(emulated)}; "
-                      f"direct {spread(direct)}")]  # fmt: skip
+    results = [
+        Figure(
+            "emulator_overhead_processing",
+            median(emulated),
+            median(direct),
+            "<= 1.1",
+            "s",
+            f"shard.py over 7 x {records_per_day:,} records; emulator {spread(emulated)}; direct {spread(direct)}",
+        )
+    ]
 
     model_bucket, model_key = model_artifact.removeprefix("s3://").split("/", 1)
     model_dir = work / "model"
     model_dir.mkdir()
     tarfile.open(fileobj=io.BytesIO(s3.get_object(Bucket=model_bucket, Key=model_key)["Body"].read())).extractall(
-        model_dir, filter="data")  # fmt: skip
-    sagemaker.create_model(ModelName="bench-transform", ExecutionRoleArn=ROLE,
-                           PrimaryContainer={"Image": "pytorch-inference:2", "ModelDataUrl": model_artifact})  # fmt: skip
+        model_dir, filter="data"
+    )
+    sagemaker.create_model(
+        ModelName="bench-transform",
+        ExecutionRoleArn=ROLE,
+        PrimaryContainer={"Image": "pytorch-inference:2", "ModelDataUrl": model_artifact},
+    )
     features = work / "shard-0" / "eval" / "features"
     emulated, direct = [], []
     for round_ in range(rounds):
-        emulated.append(transform_through_emulator(sagemaker, bucket, "bench-transform",
-                                                   f"s3://{bucket}/bench-shard-0/eval/features/", f"bench-tr-{round_}"))  # fmt: skip
+        emulated.append(
+            transform_through_emulator(
+                sagemaker,
+                bucket,
+                "bench-transform",
+                f"s3://{bucket}/bench-shard-0/eval/features/",
+                f"bench-tr-{round_}",
+            )
+        )
         direct.append(transform_directly(model_dir, features, work / f"transformed-{round_}"))
     records = sum(1 for path in features.iterdir() for _ in path.open())
-    results.append(Figure("emulator_overhead_batch_transform", median(emulated), median(direct), "<= 1.1", "s",
-                          f"{records:,} CSV records, MultiRecord; emulator {spread(emulated)}; direct {spread(direct)}"))  # fmt: skip
+    results.append(
+        Figure(
+            "emulator_overhead_batch_transform",
+            median(emulated),
+            median(direct),
+            "<= 1.1",
+            "s",
+            f"{records:,} CSV records, MultiRecord; emulator {spread(emulated)}; direct {spread(direct)}",
+        )
+    )
     return results

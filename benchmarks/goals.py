@@ -50,8 +50,10 @@ class Figure:
     def line(self) -> str:
         against = f" vs {self.baseline:,.4g}" if self.baseline is not None else ""
         measured = f"ratio {self.ratio:.2f}" if self.ratio is not None else f"value {self.value:g}"
-        return (f"{'met ' if self.met else 'MISS'} {self.name}: {self.value:,.4g}{against} {self.unit} -> {measured} "
-                f"(goal {self.goal}){'; ' + self.note if self.note else ''}")  # fmt: skip
+        return (
+            f"{'met ' if self.met else 'MISS'} {self.name}: {self.value:,.4g}{against} {self.unit} -> {measured} "
+            f"(goal {self.goal}){'; ' + self.note if self.note else ''}"
+        )
 
 
 def spread(samples: list[float]) -> str:

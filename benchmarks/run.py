@@ -69,9 +69,12 @@ print(json.dumps({"plugins": plugins_s, "provider": provider_s, "heavy": heavy, 
 
 
 def probe(code: str, *args: str) -> dict:
-    env = {**os.environ, "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-           "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
-           "AIRFLOW_HOME": str(REPO / ".mlscale" / "bench-airflow")}  # fmt: skip
+    env = {
+        **os.environ,
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW_HOME": str(REPO / ".mlscale" / "bench-airflow"),
+    }
     out = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -84,24 +87,59 @@ def parse_and_plugin_figures(rounds: int) -> list[Figure]:
         plugin_runs.append(probe(PLUGINS))
     figures = []
     tasks, base_tasks = ours[0]["tasks"], base[0]["tasks"]
-    serialize, base_serialize = median([r["serialize"] * 1e3 for r in ours]), median([r["serialize"] * 1e3 for r in base])
+    serialize, base_serialize = (
+        median([r["serialize"] * 1e3 for r in ours]),
+        median([r["serialize"] * 1e3 for r in base]),
+    )
     for key, goal in (("cold", "<= 1.2"), ("warm", "<= 2")):
         mine, theirs = [r[key] * 1e3 for r in ours], [r[key] * 1e3 for r in base]
         also = f"; serializing it (as a DAG processor does after each parse) {serialize:.1f} vs {base_serialize:.1f} ms"
-        figures.append(Figure(f"dag_parse_{key}", median(mine), median(theirs), goal, "ms",
-                              f"dags/mlscale_pipeline.py ({tasks} tasks) vs the {base_tasks}-operator provider DAG; "
-                              f"{spread(mine)}{also if key == 'warm' else ''}"))  # fmt: skip
+        figures.append(
+            Figure(
+                f"dag_parse_{key}",
+                median(mine),
+                median(theirs),
+                goal,
+                "ms",
+                f"dags/mlscale_pipeline.py ({tasks} tasks) vs the {base_tasks}-operator provider DAG; "
+                f"{spread(mine)}{also if key == 'warm' else ''}",
+            )
+        )
     # Not one of the figures: the warm parse per task, the pipeline having 25 tasks to the baseline's 4.
     mine, theirs = [r["warm"] * 1e3 / tasks for r in ours], [r["warm"] * 1e3 / base_tasks for r in base]
-    figures.append(Figure("dag_parse_warm_per_task", median(mine), median(theirs), "<= 2", "ms/task",
-                          f"{tasks} vs {base_tasks} tasks; {spread(mine)}"))
+    figures.append(
+        Figure(
+            "dag_parse_warm_per_task",
+            median(mine),
+            median(theirs),
+            "<= 2",
+            "ms/task",
+            f"{tasks} vs {base_tasks} tasks; {spread(mine)}",
+        )
+    )
     plugins = [r["plugins"] * 1e3 for r in plugin_runs]
     provider = [r["provider"] * 1e3 for r in plugin_runs]
-    figures.append(Figure("plugin_load", median(plugins), median(provider), "<= 0.1", "ms",
-                          "Airflow's plugin loader with mlscale vs importing the provider's SageMaker operators"))
+    figures.append(
+        Figure(
+            "plugin_load",
+            median(plugins),
+            median(provider),
+            "<= 0.1",
+            "ms",
+            "Airflow's plugin loader with mlscale vs importing the provider's SageMaker operators",
+        )
+    )
     heavy = sorted({m for r in plugin_runs for m in r["heavy"]})
-    figures.append(Figure("heavy_modules_at_plugin_load", len(heavy), None, "<= 0", "modules",
-                          f"imported: {', '.join(heavy) or 'none'}"))
+    figures.append(
+        Figure(
+            "heavy_modules_at_plugin_load",
+            len(heavy),
+            None,
+            "<= 0",
+            "modules",
+            f"imported: {', '.join(heavy) or 'none'}",
+        )
+    )
     return figures
 
 
@@ -117,8 +155,12 @@ def main() -> int:
     import emulator_bench
     import trigger_bench
 
-    for group in (data_bench.figures(quick), trigger_bench.figures(quick), emulator_bench.figures(quick),
-                  demo_bench.figures(quick)):
+    for group in (
+        data_bench.figures(quick),
+        trigger_bench.figures(quick),
+        emulator_bench.figures(quick),
+        demo_bench.figures(quick),
+    ):
         for figure in group:
             print(figure.line(), flush=True)
             figures.append(figure)

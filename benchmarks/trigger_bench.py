@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from datetime import UTC
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -82,7 +83,7 @@ def serve(port: int) -> None:
     import collections
     import logging
     import threading
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from moto.moto_server import werkzeug_app
     from moto.sagemaker import models
@@ -106,7 +107,7 @@ def serve(port: int) -> None:
             for backend in [b for regions in models.sagemaker_backends.values() for b in regions.values()]:
                 for job in list(backend.training_jobs.values()):
                     if job.training_job_status == "InProgress" and now >= float(job.hyper_parameters["end_at"]):
-                        job.last_modified_time = job.training_end_time = datetime.now(timezone.utc)
+                        job.last_modified_time = job.training_end_time = datetime.now(UTC)
                         job.training_job_status, job.secondary_status = "Completed", "Completed"
             time.sleep(0.1)
 
@@ -128,17 +129,30 @@ def serve(port: int) -> None:
                 return app(environ, start_response)
             body = json.loads(environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0)) or b"{}")
             now = time.time()
-            jobs = [{"jobId": j, "jobName": j, "jobArn": f"arn:aws:batch:us-east-1:123456789012:job/{j}",
-                     "jobQueue": "bench", "jobDefinition": "bench", "createdAt": 0, "startedAt": 0,
-                     "status": "SUCCEEDED" if now >= batch_ends[j] else "RUNNING"}
-                    for j in body.get("jobs", []) if j in batch_ends]  # fmt: skip
+            jobs = [
+                {
+                    "jobId": j,
+                    "jobName": j,
+                    "jobArn": f"arn:aws:batch:us-east-1:123456789012:job/{j}",
+                    "jobQueue": "bench",
+                    "jobDefinition": "bench",
+                    "createdAt": 0,
+                    "startedAt": 0,
+                    "status": "SUCCEEDED" if now >= batch_ends[j] else "RUNNING",
+                }
+                for j in body.get("jobs", [])
+                if j in batch_ends
+            ]
             start_response("200 OK", [("Content-Type", "application/json")])
             return [json.dumps({"jobs": jobs}).encode()]
 
         return serve_batch
 
-    throttle = limits.Throttle(fake_batch(werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app)),
-                               limits.configured(), refuse)  # fmt: skip
+    throttle = limits.Throttle(
+        fake_batch(werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app)),
+        limits.configured(),
+        refuse,
+    )
 
     def app(environ, start_response):
         path = environ.get("PATH_INFO")
@@ -168,15 +182,24 @@ def create_jobs(endpoint: str, kind: str, prefix: str, count: int, first_end: fl
         request = urllib.request.Request(f"{endpoint}/bench/batch-jobs", data=json.dumps(ends).encode())
         urllib.request.urlopen(request, timeout=30).read()
         return ends
-    sm = boto3.client("sagemaker", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="bench-setup",
-                      aws_secret_access_key="bench", config=Config(user_agent_extra=EXECUTOR_AGENT))  # the setup is not counted  # fmt: skip
+    sm = boto3.client(
+        "sagemaker",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="bench-setup",
+        aws_secret_access_key="bench",
+        config=Config(user_agent_extra=EXECUTOR_AGENT),
+    )  # the setup is not counted
     for name, end in ends.items():
         sm.create_training_job(
-            TrainingJobName=name, RoleArn="arn:aws:iam::123456789012:role/bench",
+            TrainingJobName=name,
+            RoleArn="arn:aws:iam::123456789012:role/bench",
             AlgorithmSpecification={"TrainingImage": "bench", "TrainingInputMode": "File"},
-            HyperParameters={"end_at": str(end)}, OutputDataConfig={"S3OutputPath": "s3://bench/out"},
+            HyperParameters={"end_at": str(end)},
+            OutputDataConfig={"S3OutputPath": "s3://bench/out"},
             ResourceConfig={"InstanceType": "ml.m5.large", "InstanceCount": 1, "VolumeSizeInGB": 1},
-            StoppingCondition={"MaxRuntimeInSeconds": 3600})  # fmt: skip
+            StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        )
     return ends
 
 
@@ -188,12 +211,25 @@ def measure(side: str, kind: str, endpoint: str, count: int, poll: float) -> dic
     lead = 10 + count * (0.02 if kind == "training" else 0.0)  # the waits start before the first job ends
     ends = create_jobs(endpoint, kind, f"{side}-{kind}", count, time.time() + lead, spread=30)
     # the waits' own account (access key): the setup's creates are throttled in a bucket of their own
-    env = {**os.environ, "AIRFLOW_CONN_BENCH": json.dumps({
-        "conn_type": "aws", "login": f"bench-{side}-{kind}", "password": "bench",
-        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}})}  # fmt: skip
+    env = {
+        **os.environ,
+        "AIRFLOW_CONN_BENCH": json.dumps(
+            {
+                "conn_type": "aws",
+                "login": f"bench-{side}-{kind}",
+                "password": "bench",
+                "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+            }
+        ),
+    }
     before, started = server_counts(endpoint), time.time()
-    out = subprocess.run([sys.executable, "-c", WAIT, side, kind, json.dumps(list(ends)), json.dumps(ends), str(poll)],
-                         env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", WAIT, side, kind, json.dumps(list(ends)), json.dumps(ends), str(poll)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     elapsed = time.time() - started
     after = server_counts(endpoint)
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -203,9 +239,14 @@ def measure(side: str, kind: str, endpoint: str, count: int, poll: float) -> dic
 
     service = SERVICE[kind]
     job_minutes = sum(max(0.0, end - started) for end in ends.values()) / 60
-    result.update(count=count, api_calls=delta("calls", f"{service}:"), logs_calls=delta("calls", "logs:"),
-                  api_throttled=delta("throttled", f"{service}:"), logs_throttled=delta("throttled", "logs:"),
-                  seconds=elapsed)  # fmt: skip
+    result.update(
+        count=count,
+        api_calls=delta("calls", f"{service}:"),
+        logs_calls=delta("calls", "logs:"),
+        api_throttled=delta("throttled", f"{service}:"),
+        logs_throttled=delta("throttled", "logs:"),
+        seconds=elapsed,
+    )
     result["api_per_job_minute"] = result["api_calls"] / job_minutes
     result["logs_per_second"] = result["logs_calls"] / elapsed
     return result
@@ -215,11 +256,13 @@ def report(kind: str, count: int, poll: float, sides: dict[str, dict]) -> None:
     for side, r in sides.items():
         lags = sorted(r["lags"]) or [float("nan")]
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(r["statuses"].items()))
-        print(f"  {kind:8s} {side:8s} {len(r['lags'])} of {count} succeeded ({statuses}); seen after the job's end: "
-              f"median {statistics.median(lags):.1f} s, max {lags[-1]:.1f} s; {r['api_per_job_minute']:.2f} "
-              f"{SERVICE[kind]} calls per job-minute ({r['api_calls']} calls, {r['api_throttled']} throttled); "
-              f"logs {r['logs_per_second']:.1f} calls/s ({r['logs_throttled']} throttled); peak RSS "
-              f"{r['peak_rss'] / 2**20:,.0f} MB; {r['cpu_cores']:.2f} CPU cores")  # fmt: skip
+        print(
+            f"  {kind:8s} {side:8s} {len(r['lags'])} of {count} succeeded ({statuses}); seen after the job's end: "
+            f"median {statistics.median(lags):.1f} s, max {lags[-1]:.1f} s; {r['api_per_job_minute']:.2f} "
+            f"{SERVICE[kind]} calls per job-minute ({r['api_calls']} calls, {r['api_throttled']} throttled); "
+            f"logs {r['logs_per_second']:.1f} calls/s ({r['logs_throttled']} throttled); peak RSS "
+            f"{r['peak_rss'] / 2**20:,.0f} MB; {r['cpu_cores']:.2f} CPU cores"
+        )
 
 
 def run_sides(count: int, poll: float, kinds=("training", "batch")) -> dict[str, dict[str, dict]]:
@@ -238,8 +281,10 @@ def run_sides(count: int, poll: float, kinds=("training", "batch")) -> dict[str,
             assert time.time() < deadline, "the bench server did not start"
             time.sleep(0.2)
     try:
-        return {kind: {side: measure(side, kind, endpoint, count, poll) for side in ("provider", "mlscale")}
-                for kind in kinds}  # fmt: skip
+        return {
+            kind: {side: measure(side, kind, endpoint, count, poll) for side in ("provider", "mlscale")}
+            for kind in kinds
+        }
     finally:
         server.terminate()
 
@@ -255,23 +300,51 @@ def figures(quick: bool = False, poll: float = 5.0) -> list:
     for kind, sides in results.items():
         report(kind, count, poll, sides)
         ours, theirs = sides["mlscale"], sides["provider"]
-        note = (f"{count} {kind} waits, poll {poll:g} s, limits on; {len(ours['lags'])} of {count} succeeded, "
-                f"{ours['api_throttled']} throttled calls; the provider's: {len(theirs['lags'])} succeeded, "
-                f"{theirs['api_throttled']} throttled calls, statuses {theirs['statuses']}")  # fmt: skip
+        note = (
+            f"{count} {kind} waits, poll {poll:g} s, limits on; {len(ours['lags'])} of {count} succeeded, "
+            f"{ours['api_throttled']} throttled calls; the provider's: {len(theirs['lags'])} succeeded, "
+            f"{theirs['api_throttled']} throttled calls, statuses {theirs['statuses']}"
+        )
         prefix = "trigger" if kind == "training" else "trigger_batch"
         made += [
             Figure(f"{prefix}_completed", len(ours["lags"]), count, ">= 1.0", "waits", note),
-            Figure(f"{prefix}_max_lag_in_polls", max(ours["lags"] or [float("inf")]) / poll, None, "<= 2", "polls",
-                   f"{note}; median {statistics.median(ours['lags'] or [0]):.1f} s; the provider's max "
-                   f"{max(theirs['lags'] or [float('nan')]):.1f} s"),
-            Figure(f"{prefix}_api_calls_vs_provider", ours["api_per_job_minute"], theirs["api_per_job_minute"],
-                   "<= 0.1", "calls per job-minute", note),
-            Figure(f"{prefix}_logs_calls_per_second", ours["logs_per_second"], None, "<= 25", "calls/s",
-                   f"{note}; {ours['logs_throttled']} logs calls throttled"),
+            Figure(
+                f"{prefix}_max_lag_in_polls",
+                max(ours["lags"] or [float("inf")]) / poll,
+                None,
+                "<= 2",
+                "polls",
+                f"{note}; median {statistics.median(ours['lags'] or [0]):.1f} s; the provider's max "
+                f"{max(theirs['lags'] or [float('nan')]):.1f} s",
+            ),
+            Figure(
+                f"{prefix}_api_calls_vs_provider",
+                ours["api_per_job_minute"],
+                theirs["api_per_job_minute"],
+                "<= 0.1",
+                "calls per job-minute",
+                note,
+            ),
+            Figure(
+                f"{prefix}_logs_calls_per_second",
+                ours["logs_per_second"],
+                None,
+                "<= 25",
+                "calls/s",
+                f"{note}; {ours['logs_throttled']} logs calls throttled",
+            ),
         ]
         if kind == "training":
-            made.append(Figure("trigger_peak_rss_vs_provider", ours["peak_rss"] / 2**20, theirs["peak_rss"] / 2**20,
-                               "<= 1.5", "MB", f"{note}; CPU {ours['cpu_cores']:.2f} vs {theirs['cpu_cores']:.2f} cores"))
+            made.append(
+                Figure(
+                    "trigger_peak_rss_vs_provider",
+                    ours["peak_rss"] / 2**20,
+                    theirs["peak_rss"] / 2**20,
+                    "<= 1.5",
+                    "MB",
+                    f"{note}; CPU {ours['cpu_cores']:.2f} vs {theirs['cpu_cores']:.2f} cores",
+                )
+            )
     return made
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-DAG = '''
+DAG = """
 import pendulum
 from airflow.sdk import DAG, task
 from mlscale.sensors import BatchJobSensor
@@ -38,7 +38,7 @@ with DAG("mlscale_many_waits", start_date=pendulum.datetime(2026, 1, 1, tz="UTC"
         return params["job_ids"]
 
     BatchJobSensor.partial(task_id="wait", poke_interval=10, deferrable=True, timeout=3600).expand(job_id=job_ids())
-'''
+"""
 
 
 def free_port() -> int:
@@ -52,20 +52,45 @@ def free_port() -> int:
 def submit_jobs(endpoint: str, count: int, seconds: int) -> list[str]:
     import boto3
 
-    batch = boto3.client("batch", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
-                         aws_secret_access_key="testing")  # fmt: skip
-    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
-                       aws_secret_access_key="testing")  # fmt: skip
+    batch = boto3.client(
+        "batch",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    iam = boto3.client(
+        "iam",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     role = iam.create_role(RoleName="many-waits", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    environment = batch.create_compute_environment(computeEnvironmentName="many-waits", type="UNMANAGED",
-                                                   state="ENABLED", serviceRole=role)["computeEnvironmentArn"]  # fmt: skip
-    queue = batch.create_job_queue(jobQueueName="many-waits", state="ENABLED", priority=1,
-                                   computeEnvironmentOrder=[{"order": 1, "computeEnvironment": environment}])  # fmt: skip
-    definition = batch.register_job_definition(jobDefinitionName="many-waits", type="container", containerProperties={
-        "image": "busybox", "command": ["sleep", str(seconds)],
-        "resourceRequirements": [{"type": "VCPU", "value": "1"}, {"type": "MEMORY", "value": "64"}]})  # fmt: skip
-    return [batch.submit_job(jobName=f"wait-{i:04d}", jobQueue=queue["jobQueueArn"],
-                             jobDefinition=definition["jobDefinitionArn"])["jobId"] for i in range(count)]  # fmt: skip
+    environment = batch.create_compute_environment(
+        computeEnvironmentName="many-waits", type="UNMANAGED", state="ENABLED", serviceRole=role
+    )["computeEnvironmentArn"]
+    queue = batch.create_job_queue(
+        jobQueueName="many-waits",
+        state="ENABLED",
+        priority=1,
+        computeEnvironmentOrder=[{"order": 1, "computeEnvironment": environment}],
+    )
+    definition = batch.register_job_definition(
+        jobDefinitionName="many-waits",
+        type="container",
+        containerProperties={
+            "image": "busybox",
+            "command": ["sleep", str(seconds)],
+            "resourceRequirements": [{"type": "VCPU", "value": "1"}, {"type": "MEMORY", "value": "64"}],
+        },
+    )
+    return [
+        batch.submit_job(
+            jobName=f"wait-{i:04d}", jobQueue=queue["jobQueueArn"], jobDefinition=definition["jobDefinitionArn"]
+        )["jobId"]
+        for i in range(count)
+    ]
 
 
 def main(count: int = 300, seconds: int = 420) -> int:
@@ -74,9 +99,16 @@ def main(count: int = 300, seconds: int = 420) -> int:
     (home / "dags" / "mlscale_many_waits.py").write_text(DAG)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update({"MLSCALE_HOME": str(home / "state"), "MLSCALE_REPO": str(home), "MLSCALE_EMULATOR_PORT": str(free_port())})
-    stack = subprocess.Popen([sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port), "--executor", "celery",
-                              "--workers", "2"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    env.update(
+        {"MLSCALE_HOME": str(home / "state"), "MLSCALE_REPO": str(home), "MLSCALE_EMULATOR_PORT": str(free_port())}
+    )
+    stack = subprocess.Popen(
+        [sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port), "--executor", "celery", "--workers", "2"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     output: list[str] = []
     threading.Thread(target=lambda: output.extend(stack.stdout), daemon=True).start()
     try:
@@ -94,8 +126,14 @@ def main(count: int = 300, seconds: int = 420) -> int:
         jobs = submit_jobs(endpoint, count, seconds)
         api.patch("/dags/mlscale_many_waits", json={"is_paused": False}).raise_for_status()
         started = time.monotonic()
-        run_id = api.post("/dags/mlscale_many_waits/dagRuns", json={"logical_date": None, "conf": {"job_ids": jobs}},
-                          ).raise_for_status().json()["dag_run_id"]  # fmt: skip
+        run_id = (
+            api.post(
+                "/dags/mlscale_many_waits/dagRuns",
+                json={"logical_date": None, "conf": {"job_ids": jobs}},
+            )
+            .raise_for_status()
+            .json()["dag_run_id"]
+        )
         triggerer = next(p for p in psutil.Process(stack.pid).children() if "triggerer" in " ".join(p.cmdline()))
         peak_rss, deferred_max, cpu_start = 0, 0, _cpu(triggerer)
         while True:
@@ -110,9 +148,11 @@ def main(count: int = 300, seconds: int = 420) -> int:
             time.sleep(1)
         elapsed, cpu = time.monotonic() - started, _cpu(triggerer) - cpu_start
         succeeded = sum(1 for t in states if t["task_id"] == "wait" and t["state"] == "success")
-        print(f"Triggerer at scale: {succeeded} of {count} deferred sensors succeeded (run {run['state']}); "
-              f"{deferred_max} deferred at once at most; end to end {elapsed:.0f} s (jobs of {seconds} s); "
-              f"triggerer peak RSS {peak_rss / 2**20:,.0f} MB, CPU {cpu:.0f} s ({cpu / elapsed:.2f} cores)")
+        print(
+            f"Triggerer at scale: {succeeded} of {count} deferred sensors succeeded (run {run['state']}); "
+            f"{deferred_max} deferred at once at most; end to end {elapsed:.0f} s (jobs of {seconds} s); "
+            f"triggerer peak RSS {peak_rss / 2**20:,.0f} MB, CPU {cpu:.0f} s ({cpu / elapsed:.2f} cores)"
+        )
         return 0 if run["state"] == "success" and succeeded == count else 1
     finally:
         stack.send_signal(signal.SIGTERM)
@@ -123,8 +163,13 @@ def _task_instances(api: httpx.Client, run_id: str) -> list[dict]:
     """Every task instance of the run: the API answers at most [api] maximum_page_limit (100) a page."""
     found: list[dict] = []
     while True:
-        page = api.get(f"/dags/mlscale_many_waits/dagRuns/{run_id}/taskInstances",
-                       params={"limit": 100, "offset": len(found)}).raise_for_status().json()  # fmt: skip
+        page = (
+            api.get(
+                f"/dags/mlscale_many_waits/dagRuns/{run_id}/taskInstances", params={"limit": 100, "offset": len(found)}
+            )
+            .raise_for_status()
+            .json()
+        )
         found += page["task_instances"]
         if not page["task_instances"] or len(found) >= page["total_entries"]:
             return found

@@ -37,20 +37,33 @@ with DAG(
         "instance_count": form_param(1, type="integer", minimum=1, maximum=16),
         "epochs": form_param(3, type="integer", minimum=1, maximum=200),
         "min_accuracy": form_param(0.9, type="number", minimum=0, maximum=1),
-        "poll_interval": form_param(30, type="integer", minimum=1, maximum=300,
-                                    description="Seconds between status checks of the jobs and the endpoint"),
-        "gate_mode": form_param("auto", enum=["auto", "manual"],
-                                description="manual: a model that passes the gate waits for a person's Approve"),
+        "poll_interval": form_param(
+            30,
+            type="integer",
+            minimum=1,
+            maximum=300,
+            description="Seconds between status checks of the jobs and the endpoint",
+        ),
+        "gate_mode": form_param(
+            "auto",
+            enum=["auto", "manual"],
+            description="manual: a model that passes the gate waits for a person's Approve",
+        ),
     },
 ) as dag:
     train = SageMakerScriptTrainingOperator(
         task_id="train",
         poll_interval="{{ params.poll_interval }}",
         spec=TrainingSpec(
-            entry_point="train.py", source_dir=str(INCLUDE / "training"), role_arn=ROLE_ARN,
-            image_uri=setting("training_image"), output_path=f"s3://{BUCKET}/mlscale/minimal/models",
-            instance_type="ml.c5.xlarge", instance_count="{{ params.instance_count }}",
-            distribution="torch_distributed", hyperparameters={"epochs": "{{ params.epochs }}"},
+            entry_point="train.py",
+            source_dir=str(INCLUDE / "training"),
+            role_arn=ROLE_ARN,
+            image_uri=setting("training_image"),
+            output_path=f"s3://{BUCKET}/mlscale/minimal/models",
+            instance_type="ml.c5.xlarge",
+            instance_count="{{ params.instance_count }}",
+            distribution="torch_distributed",
+            hyperparameters={"epochs": "{{ params.epochs }}"},
             inputs={"train": f"{DATA}/train/", "test": f"{DATA}/test/"},
             metric_definitions={"test:accuracy": r"test_accuracy=([0-9.]+)"},
         ),
@@ -59,10 +72,14 @@ with DAG(
         task_id="evaluate",
         poll_interval="{{ params.poll_interval }}",
         spec=EvaluationSpec(
-            model_artifact=train.output["model_artifact"], role_arn=ROLE_ARN, image_uri=setting("inference_image"),
-            features_uri=f"{DATA}/eval/features/", labels_uri=f"{DATA}/eval/labels/",
+            model_artifact=train.output["model_artifact"],
+            role_arn=ROLE_ARN,
+            image_uri=setting("inference_image"),
+            features_uri=f"{DATA}/eval/features/",
+            labels_uri=f"{DATA}/eval/labels/",
             output_uri=f"s3://{BUCKET}/mlscale/minimal/evaluation/{{{{ run_id | replace(':', '-') }}}}/",
-            model_package_group="mlscale-minimal", min_value="{{ params.min_accuracy }}",
+            model_package_group="mlscale-minimal",
+            min_value="{{ params.min_accuracy }}",
             manual_approval="{{ params.gate_mode == 'manual' }}",
         ),
     )
@@ -71,13 +88,22 @@ with DAG(
     def approved(decision: str) -> bool:
         return decision in ("Approved", "PendingManualApproval")  # a pending model goes to a person
 
-    approve = ModelApprovalOperator(task_id="approve", model_package_arn=evaluate.output["model_package_arn"],
-                                    evaluation=evaluate.output, response_timeout_minutes=60)  # fmt: skip
+    approve = ModelApprovalOperator(
+        task_id="approve",
+        model_package_arn=evaluate.output["model_package_arn"],
+        evaluation=evaluate.output,
+        response_timeout_minutes=60,
+    )
 
     deploy = SageMakerEndpointDeployOperator(
         task_id="deploy",
         poll_interval="{{ params.poll_interval }}",
-        spec=EndpointSpec(endpoint_name="mlscale-minimal", model_artifact=train.output["model_artifact"],
-                          role_arn=ROLE_ARN, image_uri=setting("inference_image"), wait_seconds=0),  # fmt: skip
+        spec=EndpointSpec(
+            endpoint_name="mlscale-minimal",
+            model_artifact=train.output["model_artifact"],
+            role_arn=ROLE_ARN,
+            image_uri=setting("inference_image"),
+            wait_seconds=0,
+        ),
     )
     approved(evaluate.output["decision"]) >> approve >> deploy

@@ -85,11 +85,22 @@ TRAINING_POOL = setting("training_pool")
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
 # New raw data: the producer's arrival notices raise S3 events to this queue; the watcher turns each batch
 # of messages into an asset event, which starts a run (long polls of 10 s: an event is seen within seconds).
-RAW_ARRIVALS = Asset(name="mlscale_raw_arrivals", uri=arrivals_prefix(BUCKET), watchers=[AssetWatcher(
-    name="mlscale_raw_arrivals_queue",
-    trigger=MessageQueueTrigger(scheme="sqs", sqs_queue=setting("arrivals_queue_url"), aws_conn_id=AWS_CONN_ID,
-                                wait_time_seconds=10, waiter_delay=1),
-)])  # fmt: skip
+RAW_ARRIVALS = Asset(
+    name="mlscale_raw_arrivals",
+    uri=arrivals_prefix(BUCKET),
+    watchers=[
+        AssetWatcher(
+            name="mlscale_raw_arrivals_queue",
+            trigger=MessageQueueTrigger(
+                scheme="sqs",
+                sqs_queue=setting("arrivals_queue_url"),
+                aws_conn_id=AWS_CONN_ID,
+                wait_time_seconds=10,
+                waiter_delay=1,
+            ),
+        )
+    ],
+)
 # Fresh training data: downstream DAGs can schedule on it (schedule=[TRAINING_DATA]).
 TRAINING_DATA = Asset(name="mlscale_training_data", uri=f"s3://{BUCKET}/mlscale/etl/")
 LOADER_WORKERS = 0  # loading 8x8 images in the trainer: 3.5% of training waiting for data, 29% with one worker
@@ -97,8 +108,12 @@ OUT = "/opt/ml/processing/output"  # the shard job's local output directories
 # training_backend=batch: the deep-learning cluster as code, one stack per run, created and deleted by the run
 CLUSTER = json.loads(setting("batch_cluster"))
 CLUSTER_TEMPLATE = (INCLUDE / "cloudformation" / "dl_cluster.yaml").read_text()
-METRICS = {"train:loss": r"train_loss=([0-9.]+)", "test:loss": r"test_loss=([0-9.]+)",
-           "test:accuracy": r"test_accuracy=([0-9.]+)", "data:wait_fraction": r"data_wait_fraction=([0-9.]+)"}
+METRICS = {
+    "train:loss": r"train_loss=([0-9.]+)",
+    "test:loss": r"test_loss=([0-9.]+)",
+    "test:accuracy": r"test_accuracy=([0-9.]+)",
+    "data:wait_fraction": r"data_wait_fraction=([0-9.]+)",
+}
 HYPERPARAMETERS = {"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.003, "loader-workers": LOADER_WORKERS}
 POLL = {"aws_conn_id": AWS_CONN_ID, "poll_interval": "{{ params.poll_interval }}"}
 
@@ -116,28 +131,36 @@ with DAG(
 ) as dag:
 
     @task(multiple_outputs=True)
-    def plan_run(params=None, data_interval_start=None, data_interval_end=None, dag_run=None,
-                 triggering_asset_events=None):  # fmt: skip
+    def plan_run(
+        params=None, data_interval_start=None, data_interval_end=None, dag_run=None, triggering_asset_events=None
+    ):
         """Check the run's params; the week it trains on (ending with the newest arrived day when new data
         started it), the `_SUCCESS` markers of that week, and every prefix the run writes."""
         from mlscale.pipeline.layout import plan_run_window
 
-        return plan_run_window(BUCKET, params, data_interval_start, data_interval_end, dag_run,
-                               triggering_asset_events)  # fmt: skip
+        return plan_run_window(BUCKET, params, data_interval_start, data_interval_end, dag_run, triggering_asset_events)
 
     layout = plan_run()
 
     # Scheduled and backfill runs wait for their week's partitions (deferred: no worker slot while waiting).
-    wait_for_data = S3KeySensor(task_id="wait_for_data", aws_conn_id=AWS_CONN_ID,
-                                bucket_key=layout["partition_markers"], deferrable=True, poke_interval=60,
-                                timeout=12 * 3600)  # fmt: skip
+    wait_for_data = S3KeySensor(
+        task_id="wait_for_data",
+        aws_conn_id=AWS_CONN_ID,
+        bucket_key=layout["partition_markers"],
+        deferrable=True,
+        poke_interval=60,
+        timeout=12 * 3600,
+    )
 
     # Downstream stages read where a stage says its output is, not the layout: a reused job's run made it.
     etl = AthenaEtlOperator(
         task_id="etl",
         spec=AthenaEtlSpec(
-            query="sql/etl_digits.sql", database="{{ params.database }}", data_prefix=layout["etl_prefix"],
-            output_location=f"s3://{BUCKET}/mlscale/athena-results/", inputs={"raw": layout["partition_prefixes"]},
+            query="sql/etl_digits.sql",
+            database="{{ params.database }}",
+            data_prefix=layout["etl_prefix"],
+            output_location=f"s3://{BUCKET}/mlscale/athena-results/",
+            inputs={"raw": layout["partition_prefixes"]},
         ),
         cache=stage_cache(),
         outlets=[TRAINING_DATA],
@@ -148,9 +171,13 @@ with DAG(
     quality = DataQualityOperator(
         task_id="quality",
         spec=QualitySpec(
-            database="{{ params.database }}", table="raw_digits", partition_start=layout["window_start"],
-            partition_end=layout["window_end"], data_prefix=etl_data,
-            report_prefix=f"s3://{BUCKET}/mlscale/quality", output_location=f"s3://{BUCKET}/mlscale/athena-results/",
+            database="{{ params.database }}",
+            table="raw_digits",
+            partition_start=layout["window_start"],
+            partition_end=layout["window_end"],
+            data_prefix=etl_data,
+            report_prefix=f"s3://{BUCKET}/mlscale/quality",
+            output_location=f"s3://{BUCKET}/mlscale/athena-results/",
             thresholds="{{ params.quality }}",
         ),
         **POLL,
@@ -174,11 +201,13 @@ with DAG(
             code_location=f"s3://{BUCKET}/mlscale/code/processing",
             arguments=["--shards", plan["shard_count"], "--seed", layout["seed"], "--test-fraction", "0.1"],
             inputs={"data": ProcessingInput(etl_data, "/opt/ml/processing/input/data")},
-            outputs={"shards": ProcessingOutput(f"{OUT}/shards", layout["shards_uri"]),
-                     "test": ProcessingOutput(f"{OUT}/test", layout["test_uri"]),
-                     # the held-out set for Batch Transform: shard.py writes its --eval-dir's features/, labels/
-                     "features": ProcessingOutput(f"{OUT}/eval/features", layout["eval_features_uri"]),
-                     "labels": ProcessingOutput(f"{OUT}/eval/labels", layout["eval_labels_uri"])},  # fmt: skip
+            outputs={
+                "shards": ProcessingOutput(f"{OUT}/shards", layout["shards_uri"]),
+                "test": ProcessingOutput(f"{OUT}/test", layout["test_uri"]),
+                # the held-out set for Batch Transform: shard.py writes its --eval-dir's features/, labels/
+                "features": ProcessingOutput(f"{OUT}/eval/features", layout["eval_features_uri"]),
+                "labels": ProcessingOutput(f"{OUT}/eval/labels", layout["eval_labels_uri"]),
+            },
             instance_type="ml.m5.xlarge",
             max_runtime_seconds=3600,
         ),
@@ -191,9 +220,13 @@ with DAG(
         enabled=plan["fsx_enabled"],
         skip_reason=plan["fsx_reason"],
         spec=FSxLustreSpec(
-            data_repository_path=shard.output["shards_uri"], deployment_type=plan["fsx_deployment_type"],
-            storage_capacity_gib=plan["fsx_storage_capacity_gib"], per_unit_storage_throughput=plan["fsx_throughput"],
-            subnet_id=SUBNET_ID, security_group_ids=[SECURITY_GROUP_ID], file_system_path="/shards",
+            data_repository_path=shard.output["shards_uri"],
+            deployment_type=plan["fsx_deployment_type"],
+            storage_capacity_gib=plan["fsx_storage_capacity_gib"],
+            per_unit_storage_throughput=plan["fsx_throughput"],
+            subnet_id=SUBNET_ID,
+            security_group_ids=[SECURITY_GROUP_ID],
+            file_system_path="/shards",
         ),
         **POLL,
     )
@@ -242,17 +275,27 @@ with DAG(
 
     # No retries: a retry would find its own stack and fail (AlreadyExists); the teardown deletes it either way.
     create_cluster = CloudFormationCreateStackOperator(
-        task_id="create_cluster", aws_conn_id=AWS_CONN_ID, stack_name=layout["cluster_stack"], retries=0,
+        task_id="create_cluster",
+        aws_conn_id=AWS_CONN_ID,
+        stack_name=layout["cluster_stack"],
+        retries=0,
         cloudformation_parameters={
-            "TemplateBody": CLUSTER_TEMPLATE, "Capabilities": ["CAPABILITY_IAM"],
-            "Parameters": [{"ParameterKey": key, "ParameterValue": value}
-                           for key, value in {**CLUSTER, "DataBucket": BUCKET}.items()],
+            "TemplateBody": CLUSTER_TEMPLATE,
+            "Capabilities": ["CAPABILITY_IAM"],
+            "Parameters": [
+                {"ParameterKey": key, "ParameterValue": value}
+                for key, value in {**CLUSTER, "DataBucket": BUCKET}.items()
+            ],
             "Tags": [{"Key": "project", "Value": "mlscale"}],
         },
-    )  # fmt: skip
-    wait_for_cluster = CloudFormationCreateStackSensor(task_id="wait_for_cluster", aws_conn_id=AWS_CONN_ID,
-                                                       stack_name=layout["cluster_stack"], poke_interval=5,
-                                                       timeout=3600)  # fmt: skip
+    )
+    wait_for_cluster = CloudFormationCreateStackSensor(
+        task_id="wait_for_cluster",
+        aws_conn_id=AWS_CONN_ID,
+        stack_name=layout["cluster_stack"],
+        poke_interval=5,
+        timeout=3600,
+    )
 
     @task(multiple_outputs=True)
     def cluster_outputs(stack_name: str) -> dict:
@@ -273,7 +316,8 @@ with DAG(
             source_dir=str(INCLUDE / "training"),
             output_path=f"s3://{BUCKET}/mlscale/models",
             node_count="{{ params.instance_count }}",
-            vcpus=int(CLUSTER.get("NodeVcpus", 1)), memory_mib=int(CLUSTER.get("NodeMemoryMiB", 2048)),
+            vcpus=int(CLUSTER.get("NodeVcpus", 1)),
+            memory_mib=int(CLUSTER.get("NodeMemoryMiB", 2048)),
             gpus=int(CLUSTER.get("NodeGpus", 0)),
             hyperparameters=HYPERPARAMETERS,
             inputs={"train": shard.output["shards_uri"], "test": shard.output["test_uri"]},  # S3, not FSx
@@ -285,8 +329,9 @@ with DAG(
         **POLL,
     )
     # A cluster is billed while its instances run: delete the stack after training, even when it fails.
-    delete_cluster = CloudFormationDeleteStackOperator(task_id="delete_cluster", aws_conn_id=AWS_CONN_ID,
-                                                       stack_name=layout["cluster_stack"])  # fmt: skip
+    delete_cluster = CloudFormationDeleteStackOperator(
+        task_id="delete_cluster", aws_conn_id=AWS_CONN_ID, stack_name=layout["cluster_stack"]
+    )
 
     @task(multiple_outputs=True, trigger_rule="none_failed_min_one_success")
     def trained(sagemaker: dict | None, batch: dict | None) -> dict:
@@ -296,14 +341,16 @@ with DAG(
     model = trained(train.output, train_on_batch.output)
 
     # Scratch file systems are billed while they exist: delete after training, even when it fails.
-    delete_fsx = FSxDeleteFileSystemOperator(task_id="delete_fsx", aws_conn_id=AWS_CONN_ID,
-                                             file_system_id=stage_fsx.output["file_system_id"])  # fmt: skip
+    delete_fsx = FSxDeleteFileSystemOperator(
+        task_id="delete_fsx", aws_conn_id=AWS_CONN_ID, file_system_id=stage_fsx.output["file_system_id"]
+    )
 
     diagnose = TrainingDiagnosisOperator(
         task_id="diagnose",
         aws_conn_id=AWS_CONN_ID,
-        spec=DiagnosisSpec(job_name=train.output["job_name"], loader_workers=LOADER_WORKERS,
-                           period="{{ params.metrics_period }}"),
+        spec=DiagnosisSpec(
+            job_name=train.output["job_name"], loader_workers=LOADER_WORKERS, period="{{ params.metrics_period }}"
+        ),
     )
 
     evaluate = SageMakerBatchEvaluationOperator(
@@ -312,7 +359,8 @@ with DAG(
             model_artifact=model["model_artifact"],
             role_arn=ROLE_ARN,
             image_uri=INFERENCE_IMAGE,
-            features_uri=shard.output["features_uri"], labels_uri=shard.output["labels_uri"],
+            features_uri=shard.output["features_uri"],
+            labels_uri=shard.output["labels_uri"],
             output_uri=layout["evaluation_uri"],
             model_package_group="mlscale-digits",
             min_value="{{ params.min_accuracy }}",

@@ -26,14 +26,21 @@ with DAG(
     catchup=False,
     tags=["mlscale", "producer"],
     params={
-        "records_per_day": form_param(1_000, type="integer", minimum=100, maximum=1_000_000,
-                                      description="Records written per day"),
-        "days": form_param(7, type="integer", minimum=1, maximum=366,
-                           description="Days up to the run's day whose missing partitions this run writes "
-                                       "(a first run loads a week: what the pipeline trains on)"),
-        "announce": form_param(True, type="boolean",
-                               description="Announce new days to the pipeline (backfill runs never do)"),
-    },  # fmt: skip
+        "records_per_day": form_param(
+            1_000, type="integer", minimum=100, maximum=1_000_000, description="Records written per day"
+        ),
+        "days": form_param(
+            7,
+            type="integer",
+            minimum=1,
+            maximum=366,
+            description="Days up to the run's day whose missing partitions this run writes "
+            "(a first run loads a week: what the pipeline trains on)",
+        ),
+        "announce": form_param(
+            True, type="boolean", description="Announce new days to the pipeline (backfill runs never do)"
+        ),
+    },
 ) as dag:
 
     @task

@@ -22,8 +22,9 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 os.environ.setdefault("AIRFLOW__CORE__UNIT_TEST_MODE", "True")
 for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL"):
     os.environ.pop(key, None)
-os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                   "AWS_DEFAULT_REGION": "us-east-1"})  # fmt: skip
+os.environ.update(
+    {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+)
 
 
 def free_port() -> int:
@@ -97,34 +98,87 @@ def batch_cluster(endpoint_url: str, name: str, max_vcpus: int, definition_comma
         return boto3.client(service, endpoint_url=endpoint_url, region_name="us-east-1")
 
     batch, ec2, iam = client("batch"), client("ec2"), client("iam")
-    role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Principal": {"Service": "batch.amazonaws.com"}, "Action": "sts:AssumeRole"}]}))["Role"]  # fmt: skip
+    role = iam.create_role(
+        RoleName=name,
+        AssumeRolePolicyDocument=json.dumps(
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {"Effect": "Allow", "Principal": {"Service": "batch.amazonaws.com"}, "Action": "sts:AssumeRole"}
+                ],
+            }
+        ),
+    )["Role"]
     profile = iam.create_instance_profile(InstanceProfileName=name)["InstanceProfile"]["Arn"]
     vpc = ec2.create_vpc(CidrBlock="10.7.0.0/16")["Vpc"]["VpcId"]
     subnet = ec2.create_subnet(VpcId=vpc, CidrBlock="10.7.0.0/24")["Subnet"]["SubnetId"]
     group = ec2.create_security_group(GroupName=name, Description="nodes", VpcId=vpc)["GroupId"]
     environment = batch.create_compute_environment(
-        computeEnvironmentName=name, type="MANAGED", state="ENABLED", serviceRole=role["Arn"],
-        computeResources={"type": "EC2", "minvCpus": 0, "maxvCpus": max_vcpus, "instanceTypes": ["c5.large"],
-                          "subnets": [subnet], "securityGroupIds": [group], "instanceRole": profile},
-    )["computeEnvironmentArn"]  # fmt: skip
-    queue = batch.create_job_queue(jobQueueName=name, state="ENABLED", priority=1,
-                                   computeEnvironmentOrder=[{"order": 1, "computeEnvironment": environment}])  # fmt: skip
+        computeEnvironmentName=name,
+        type="MANAGED",
+        state="ENABLED",
+        serviceRole=role["Arn"],
+        computeResources={
+            "type": "EC2",
+            "minvCpus": 0,
+            "maxvCpus": max_vcpus,
+            "instanceTypes": ["c5.large"],
+            "subnets": [subnet],
+            "securityGroupIds": [group],
+            "instanceRole": profile,
+        },
+    )["computeEnvironmentArn"]
+    queue = batch.create_job_queue(
+        jobQueueName=name,
+        state="ENABLED",
+        priority=1,
+        computeEnvironmentOrder=[{"order": 1, "computeEnvironment": environment}],
+    )
     definition = batch.register_job_definition(
-        jobDefinitionName=name, type="multinode",
-        nodeProperties={"numNodes": 2, "mainNode": 0, "nodeRangeProperties": [{"targetNodes": "0:", "container": {
-            "image": "python:3.11", "command": definition_command,
-            "environment": [{"name": "GREETING", "value": "from-the-definition"}],
-            "resourceRequirements": [{"type": "VCPU", "value": "2"}, {"type": "MEMORY", "value": "2048"}]}}]},
-    )["jobDefinitionArn"]  # fmt: skip
-    return {"batch": batch, "logs": client("logs"), "sns": client("sns"), "sqs": client("sqs"),
-            "events": client("events"), "queue": queue["jobQueueArn"], "definition": definition, "name": name,
-            "queue_name": name, "environment_name": name}  # fmt: skip
+        jobDefinitionName=name,
+        type="multinode",
+        nodeProperties={
+            "numNodes": 2,
+            "mainNode": 0,
+            "nodeRangeProperties": [
+                {
+                    "targetNodes": "0:",
+                    "container": {
+                        "image": "python:3.11",
+                        "command": definition_command,
+                        "environment": [{"name": "GREETING", "value": "from-the-definition"}],
+                        "resourceRequirements": [{"type": "VCPU", "value": "2"}, {"type": "MEMORY", "value": "2048"}],
+                    },
+                }
+            ],
+        },
+    )["jobDefinitionArn"]
+    return {
+        "batch": batch,
+        "logs": client("logs"),
+        "sns": client("sns"),
+        "sqs": client("sqs"),
+        "events": client("events"),
+        "queue": queue["jobQueueArn"],
+        "definition": definition,
+        "name": name,
+        "queue_name": name,
+        "environment_name": name,
+    }
 
 
-def training_request(name: str, sourcedir: str, *, program: str = "train.py", instance_count: int = 1,
-                     hyperparameters: dict | None = None, channels: dict | None = None,
-                     max_runtime: int = 600, metrics: dict | None = None, distributed: bool = False) -> dict:  # fmt: skip
+def training_request(
+    name: str,
+    sourcedir: str,
+    *,
+    program: str = "train.py",
+    instance_count: int = 1,
+    hyperparameters: dict | None = None,
+    channels: dict | None = None,
+    max_runtime: int = 600,
+    metrics: dict | None = None,
+    distributed: bool = False,
+) -> dict:
     """A CreateTrainingJob request as the SageMaker SDK builds it (JSON-encoded hyperparameters)."""
     hps = {k: json.dumps(v) for k, v in (hyperparameters or {}).items()}
     hps.update({"sagemaker_program": json.dumps(program), "sagemaker_submit_directory": json.dumps(sourcedir)})
@@ -166,10 +220,14 @@ def job_logs(logs, name: str) -> dict[str, list[str]]:
     """{stream name: messages} of a training job's CloudWatch streams."""
     streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix=f"{name}/")
     return {
-        s["logStreamName"]: [e["message"] for e in logs.get_log_events(
-            logGroupName="/aws/sagemaker/TrainingJobs", logStreamName=s["logStreamName"], startFromHead=True)["events"]]
+        s["logStreamName"]: [
+            e["message"]
+            for e in logs.get_log_events(
+                logGroupName="/aws/sagemaker/TrainingJobs", logStreamName=s["logStreamName"], startFromHead=True
+            )["events"]
+        ]
         for s in streams["logStreams"]
-    }  # fmt: skip
+    }
 
 
 def model_tar(files: dict[str, bytes]) -> bytes:

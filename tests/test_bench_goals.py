@@ -26,7 +26,7 @@ def test_without_a_baseline_the_goal_bounds_the_value():
 
 def test_a_malformed_goal_is_named():
     with pytest.raises(ValueError, match="dag_parse: goal 'about 1' is not"):
-        Figure("dag_parse", value=1, baseline=1, goal="about 1").met
+        _ = Figure("dag_parse", value=1, baseline=1, goal="about 1").met
 
 
 def test_the_json_and_the_last_line(tmp_path):

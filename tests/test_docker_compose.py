@@ -11,8 +11,14 @@ import yaml
 
 from tests.conftest import REPO
 
-AIRFLOW_SERVICES = {"airflow-apiserver", "airflow-scheduler", "airflow-dag-processor", "airflow-worker",
-                    "airflow-triggerer", "airflow-init"}  # fmt: skip
+AIRFLOW_SERVICES = {
+    "airflow-apiserver",
+    "airflow-scheduler",
+    "airflow-dag-processor",
+    "airflow-worker",
+    "airflow-triggerer",
+    "airflow-init",
+}
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +27,9 @@ def compose() -> dict:
 
 
 def test_the_file_follows_the_compose_specification(compose):
-    schema = json.loads(resources.files("check_jsonschema.builtin_schemas.vendor").joinpath("compose-spec.json")
-                        .read_text())  # fmt: skip
+    schema = json.loads(
+        resources.files("check_jsonschema.builtin_schemas.vendor").joinpath("compose-spec.json").read_text()
+    )
     jsonschema.validate(compose, schema)
 
 

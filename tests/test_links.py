@@ -8,9 +8,16 @@ import pytest
 from mlscale.links import ALL_LINKS, EndpointLink, GreengrassDeploymentLink, TrainingJobLink, emulator_url
 
 
-@pytest.mark.parametrize("endpoint", [None, "", "https://api.sagemaker.us-east-1.amazonaws.com",
-                                      "https://vpce-0a1b.api.sagemaker.eu-west-1.vpce.amazonaws.com",
-                                      "https://sagemaker.cn-north-1.amazonaws.com.cn"])  # fmt: skip
+@pytest.mark.parametrize(
+    "endpoint",
+    [
+        None,
+        "",
+        "https://api.sagemaker.us-east-1.amazonaws.com",
+        "https://vpce-0a1b.api.sagemaker.eu-west-1.vpce.amazonaws.com",
+        "https://sagemaker.cn-north-1.amazonaws.com.cn",
+    ],
+)
 def test_aws_endpoints_are_not_the_emulator(endpoint):
     assert emulator_url(endpoint) is None
 
@@ -23,14 +30,20 @@ def test_other_endpoints_are_the_emulator(endpoint):
 def test_aws_console_link():
     fields = {"region_name": "eu-west-1", "aws_domain": "aws.amazon.com", "emulator_url": None, "job_name": "j-1"}
     assert TrainingJobLink().format_link(**fields) == (
-        "https://console.aws.amazon.com/sagemaker/home?region=eu-west-1#/jobs/j-1")
+        "https://console.aws.amazon.com/sagemaker/home?region=eu-west-1#/jobs/j-1"
+    )
 
 
 def test_emulator_link_quotes_the_resource():
-    fields = {"region_name": "us-east-1", "aws_domain": "aws.amazon.com", "emulator_url": "http://127.0.0.1:5055",
-              "deployment_id": "a/b c"}  # fmt: skip
+    fields = {
+        "region_name": "us-east-1",
+        "aws_domain": "aws.amazon.com",
+        "emulator_url": "http://127.0.0.1:5055",
+        "deployment_id": "a/b c",
+    }
     assert GreengrassDeploymentLink().format_link(**fields) == (
-        "http://127.0.0.1:5055/moto-api/mlscale/greengrass-deployments/a%2Fb%20c")
+        "http://127.0.0.1:5055/moto-api/mlscale/greengrass-deployments/a%2Fb%20c"
+    )
     assert EndpointLink().format_link(**fields) == ""  # a field it needs is missing: no link rather than a wrong one
 
 

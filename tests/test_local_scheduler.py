@@ -27,9 +27,19 @@ def add_task(session, task_id: str, state: str, next_method: str | None, try_num
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.taskinstancekey import TaskInstanceKey
 
-    session.execute(insert(TaskInstance.__table__).values(
-        id=uuid.uuid4(), dag_id="d", task_id=task_id,
-        run_id="r", map_index=-1, try_number=try_number, state=state, next_method=next_method, pool="default_pool"))  # fmt: skip
+    session.execute(
+        insert(TaskInstance.__table__).values(
+            id=uuid.uuid4(),
+            dag_id="d",
+            task_id=task_id,
+            run_id="r",
+            map_index=-1,
+            try_number=try_number,
+            state=state,
+            next_method=next_method,
+            pool="default_pool",
+        )
+    )
     return TaskInstanceKey("d", task_id, "r", try_number, -1)
 
 
@@ -42,9 +52,16 @@ def test_only_a_success_of_a_running_resumed_try_is_dropped(session):
     failed = add_task(session, "failed_resumed", "running", "resume")
     queued = add_task(session, "queued_resumed", "queued", "resume")
     done = add_task(session, "done", "success", "resume")  # the resumed try's own exit: Airflow handles it
-    executor = SimpleNamespace(event_buffer={resumed: ("success", None), killed: ("success", None),
-                                             deferred: ("success", None), failed: ("failed", None),
-                                             queued: ("success", None), done: ("success", None)})  # fmt: skip
+    executor = SimpleNamespace(
+        event_buffer={
+            resumed: ("success", None),
+            killed: ("success", None),
+            deferred: ("success", None),
+            failed: ("failed", None),
+            queued: ("success", None),
+            done: ("success", None),
+        }
+    )
     assert drop_stale_defer_exits(executor, session) == 2
     assert set(executor.event_buffer) == {killed, deferred, failed, done}
     assert drop_stale_defer_exits(SimpleNamespace(event_buffer={}), session) == 0
@@ -67,7 +84,9 @@ def test_install_wraps_the_scheduler_once(monkeypatch):
     from mlscale import local_scheduler
 
     calls = []
-    monkeypatch.setattr(SchedulerJobRunner, "_process_executor_events", lambda self, executor, session: calls.append(1) or 7)
+    monkeypatch.setattr(
+        SchedulerJobRunner, "_process_executor_events", lambda self, executor, session: calls.append(1) or 7
+    )
     monkeypatch.setattr(local_scheduler, "drop_stale_defer_exits", lambda executor, session: calls.append(0))
     local_scheduler.install()
     local_scheduler.install()

@@ -18,9 +18,13 @@ def test_same_identity_same_name():
 
 @pytest.mark.parametrize(
     "other",
-    [("d", "t", "scheduled__2026-12-07T00:00:00+00:00", -1), ("d", "t2", RUN_ID, -1), ("d", "t", RUN_ID, 0),
-     ("d", "t", RUN_ID.replace("-", "_"), -1)],  # a_b and a-b slug alike: the hash tells them apart
-)  # fmt: skip
+    [
+        ("d", "t", "scheduled__2026-12-07T00:00:00+00:00", -1),
+        ("d", "t2", RUN_ID, -1),
+        ("d", "t", RUN_ID, 0),
+        ("d", "t", RUN_ID.replace("-", "_"), -1),
+    ],  # a_b and a-b slug alike: the hash tells them apart
+)
 def test_different_identity_different_name(other):
     assert resource_name("d", "t", RUN_ID, -1) != resource_name(*other)
 

@@ -38,14 +38,22 @@ def test_its_schema_is_read_only_and_shared_by_copies():
 
 
 def test_every_task_gets_the_dag_form_and_the_serialized_dag_checks_a_triggered_value():
-    with DAG("form_param_dag", start_date=pendulum.datetime(2026, 1, 1), schedule=None,
-             params={"epochs": form_param(4, type="integer", minimum=1, maximum=200)}) as dag:  # fmt: skip
+    with DAG(
+        "form_param_dag",
+        start_date=pendulum.datetime(2026, 1, 1),
+        schedule=None,
+        params={"epochs": form_param(4, type="integer", minimum=1, maximum=200)},
+    ) as dag:
         task = BaseOperator(task_id="t")
     assert task.params["epochs"] == 4
     assert task.params.get_param("epochs").schema is dag.params.get_param("epochs").schema
     served = DagSerialization.from_dict(DagSerialization.to_dict(dag))  # what the API server checks a run's conf with
-    assert dict(served.params.get_param("epochs").schema) == {"$schema": DRAFT_7, "type": "integer", "minimum": 1,
-                                                              "maximum": 200}  # fmt: skip
+    assert dict(served.params.get_param("epochs").schema) == {
+        "$schema": DRAFT_7,
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 200,
+    }
     assert served.params.deep_merge({"epochs": 200}).validate() == {"epochs": 200}
     with pytest.raises(ParamValidationError, match="201 is greater than the maximum of 200"):
         served.params.deep_merge({"epochs": 201}).validate()

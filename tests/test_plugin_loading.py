@@ -22,7 +22,9 @@ print(json.dumps({
     "provider": "mlscale" in providers,
     "links_at_load": links_at_load,
     "links": links,
-    "shadowed": sorted(m for m in ("base", "plugin", "training", "naming", "cli", "demo", "settings") if m in sys.modules),
+    "shadowed": sorted(
+        m for m in ("base", "plugin", "training", "naming", "cli", "demo", "settings") if m in sys.modules
+    ),
     "heavy": sorted(m for m in ("torch", "duckdb", "pandas", "sagemaker", "moto", "sklearn", "mlscale.ui.app")
                     if m in sys.modules),
 }))
@@ -30,8 +32,12 @@ print(json.dumps({
 
 
 def run_probe(env_extra: dict) -> dict:
-    env = {"AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-           "PATH": "/usr/bin:/bin", **env_extra}  # fmt: skip
+    env = {
+        "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "PATH": "/usr/bin:/bin",
+        **env_extra,
+    }
     import os
 
     env["AIRFLOW_HOME"] = os.environ["AIRFLOW_HOME"]
@@ -57,10 +63,17 @@ def test_airflowignore_names_the_package():
 
 
 def test_dag_file_imports_nothing_heavy():
-    code = ("import runpy, sys, json; runpy.run_path(sys.argv[1]); "
-            "print(json.dumps(sorted(m for m in ('torch','duckdb','pandas','sagemaker','moto','sklearn') if m in sys.modules)))")  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", code, str(REPO / "dags" / "mlscale_pipeline.py")],
-                         capture_output=True, text=True, check=True).stdout  # fmt: skip
+    code = (
+        "import runpy, sys, json; runpy.run_path(sys.argv[1]); "
+        "heavy = ('torch','duckdb','pandas','sagemaker','moto','sklearn')\n"
+        "print(json.dumps(sorted(m for m in heavy if m in sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(REPO / "dags" / "mlscale_pipeline.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
 
 
@@ -72,6 +85,9 @@ def test_authoring_and_aws_layers_never_import_the_emulator():
     for layer in ("operators", "specs", "hooks", "triggers", "advisors", "quality", "evaluation"):
         for path in (package / layer).rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text())):
-                names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                    [node.module or ""] if isinstance(node, ast.ImportFrom) else [])  # fmt: skip
+                names = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else ([node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+                )
                 assert not any(n.startswith("mlscale.emulator") for n in names), f"{path} imports the emulator"

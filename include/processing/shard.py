@@ -63,8 +63,12 @@ def write_shard(path: str, records: np.ndarray) -> dict:
     with open(path, "wb") as f:
         f.write(header)
         f.write(body)
-    return {"file": os.path.basename(path), "records": int(len(records)), "bytes": len(header) + body.nbytes,
-            "sha256": digest.hexdigest()}
+    return {
+        "file": os.path.basename(path),
+        "records": int(len(records)),
+        "bytes": len(header) + body.nbytes,
+        "sha256": digest.hexdigest(),
+    }
 
 
 def write_eval_csv(eval_dir: str, host: str, records: np.ndarray) -> None:
@@ -99,8 +103,11 @@ def main():
     parser.add_argument("--resolution", type=int, default=8)
     parser.add_argument("--test-fraction", type=float, default=0.0, help="held out, written to --test-dir")
     parser.add_argument("--test-dir", default="/opt/ml/processing/output/test")
-    parser.add_argument("--eval-dir", default="/opt/ml/processing/output/eval",
-                        help="the held-out set again as CSV for Batch Transform: features-*.csv, labels-*.csv")
+    parser.add_argument(
+        "--eval-dir",
+        default="/opt/ml/processing/output/eval",
+        help="the held-out set again as CSV for Batch Transform: features-*.csv, labels-*.csv",
+    )
     args = parser.parse_args()
     if args.shards < 1:
         raise SystemExit(f"--shards must be >= 1, got {args.shards}")
@@ -124,8 +131,15 @@ def main():
         host = json.load(f)["current_host"]
     os.makedirs(args.output_dir, exist_ok=True)
     shards = write_shards(args.output_dir, host, records, args.shards)
-    manifest = {"host": host, "seed": args.seed, "records": int(len(records)), "resolution": args.resolution,
-                "source_files": len(files), "shards": shards, "test_records": int(len(test))}
+    manifest = {
+        "host": host,
+        "seed": args.seed,
+        "records": int(len(records)),
+        "resolution": args.resolution,
+        "source_files": len(files),
+        "shards": shards,
+        "test_records": int(len(test)),
+    }
     if held_out:
         os.makedirs(args.test_dir, exist_ok=True)
         manifest["test"] = write_shard(os.path.join(args.test_dir, f"test-{host}.rec"), test)
@@ -133,8 +147,11 @@ def main():
     with open(os.path.join(args.output_dir, f"manifest-{host}.json"), "w") as f:
         json.dump(manifest, f, indent=2)
     elapsed = time.time() - started
-    print(f"wrote {len(shards)} shards, {len(records)} records, "
-          f"{sum(s['bytes'] for s in shards) / 1e6:.1f} MB in {elapsed:.2f}s", flush=True)
+    print(
+        f"wrote {len(shards)} shards, {len(records)} records, "
+        f"{sum(s['bytes'] for s in shards) / 1e6:.1f} MB in {elapsed:.2f}s",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

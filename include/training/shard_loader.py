@@ -28,8 +28,9 @@ def read_header(path: str):
             raise ValueError(f"{path} is not an MLSR1 shard")
         header = json.loads(f.readline())
         offset = f.tell()
-    dtype = np.dtype([tuple(field) if len(field) == 2 else (field[0], field[1], tuple(field[2]))
-                      for field in header["dtype"]])  # fmt: skip
+    dtype = np.dtype(
+        [tuple(field) if len(field) == 2 else (field[0], field[1], tuple(field[2])) for field in header["dtype"]]
+    )
     return header["records"], dtype, offset
 
 
@@ -111,8 +112,17 @@ def find_shards(channel_dir: str):
     return sorted(glob.glob(os.path.join(channel_dir, "**", "*.rec"), recursive=True))
 
 
-def shard_loader(channel_dir: str, batch_size: int, rank: int = 0, world_size: int = 1, epoch: int = 0,
-                 workers: int = 2, shuffle_buffer: int = 2048, prefetch_factor: int = 4, seed: int = 0):  # fmt: skip
+def shard_loader(
+    channel_dir: str,
+    batch_size: int,
+    rank: int = 0,
+    world_size: int = 1,
+    epoch: int = 0,
+    workers: int = 2,
+    shuffle_buffer: int = 2048,
+    prefetch_factor: int = 4,
+    seed: int = 0,
+):
     """A DataLoader over this rank's share of the shards (every world_size-th shard) and its stats."""
     shards = find_shards(channel_dir)
     if not shards:

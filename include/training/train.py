@@ -28,11 +28,10 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
+from shard_loader import find_shards, iterate_shard, shard_loader
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
-
-from shard_loader import find_shards, iterate_shard, shard_loader
 
 
 class DigitsCNN(nn.Module):
@@ -161,8 +160,9 @@ def main():
         trained.train()
         stats = None
         if sharded:  # each rank streams its own shards, read front to back
-            batches_iter, stats = shard_loader(args.train, args.batch_size, rank, world_size, epoch,
-                                               workers=args.loader_workers, seed=args.seed)  # fmt: skip
+            batches_iter, stats = shard_loader(
+                args.train, args.batch_size, rank, world_size, epoch, workers=args.loader_workers, seed=args.seed
+            )
         else:
             sampler.set_epoch(epoch)
             batches_iter = train_loader
@@ -178,8 +178,11 @@ def main():
         if stats:
             print(f"epoch={epoch} {stats.line()}", flush=True)
         test_loss, accuracy = evaluate(model, test_loader)
-        print(f"epoch={epoch} train_loss={total / batches:.4f} test_loss={test_loss:.4f} "
-              f"test_accuracy={accuracy:.4f} elapsed={time.time() - started:.1f}s", flush=True)
+        print(
+            f"epoch={epoch} train_loss={total / batches:.4f} test_loss={test_loss:.4f} "
+            f"test_accuracy={accuracy:.4f} elapsed={time.time() - started:.1f}s",
+            flush=True,
+        )
         if checkpointing and rank == 0:
             save_checkpoint(epoch, model, optimizer)
 

@@ -16,21 +16,34 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mlscale")
     sub = parser.add_subparsers(dest="command", required=True)
     emulator = sub.add_parser("emulator", help="the local AWS emulator")
-    emulator.add_argument("action", choices=["up", "down", "reset", "status", "serve", "connection", "fleet",
-                                               "arrivals"],
-                          help="reset: wipe every resource, object and job file it keeps (they survive down/up); "
-                               "fleet: register the simulated Greengrass core devices the DAG deploys to; "
-                               "arrivals: the SQS queue and S3 notification that start the pipeline on new data")
+    emulator.add_argument(
+        "action",
+        choices=["up", "down", "reset", "status", "serve", "connection", "fleet", "arrivals"],
+        help="reset: wipe every resource, object and job file it keeps (they survive down/up); "
+        "fleet: register the simulated Greengrass core devices the DAG deploys to; "
+        "arrivals: the SQS queue and S3 notification that start the pipeline on new data",
+    )
     emulator.add_argument("--port", type=int, help="default 5055 (MLSCALE_EMULATOR_PORT)")
     emulator.add_argument("--home", help="state and job folders (MLSCALE_EMULATOR_HOME)")
-    emulator.add_argument("--no-limits", action="store_true",
-                          help="answer every request: no AWS request-rate limits (MLSCALE_EMULATOR_LIMITS=off)")
+    emulator.add_argument(
+        "--no-limits",
+        action="store_true",
+        help="answer every request: no AWS request-rate limits (MLSCALE_EMULATOR_LIMITS=off)",
+    )
     demo_parser = sub.add_parser("demo", help="run the example DAG through Airflow against the emulator")
     demo_parser.add_argument("conf", nargs="?", help='DAG params as JSON, e.g. \'{"storage": "fsx_lustre"}\'')
-    airflow_parser = sub.add_parser("airflow", help="Airflow (scheduler, triggerer, dag processor, API server on PostgreSQL) with mlscale, against the emulator")
+    airflow_parser = sub.add_parser(
+        "airflow",
+        help="Airflow (scheduler, triggerer, dag processor, API server on PostgreSQL) with mlscale, "
+        "against the emulator",
+    )
     airflow_parser.add_argument("--port", type=int, default=8080, help="the Airflow UI and API (default 8080)")
-    airflow_parser.add_argument("--executor", choices=("local", "celery"), default="local",
-                                help="LocalExecutor (default), or CeleryExecutor on a Redis broker (redis-server)")
+    airflow_parser.add_argument(
+        "--executor",
+        choices=("local", "celery"),
+        default="local",
+        help="LocalExecutor (default), or CeleryExecutor on a Redis broker (redis-server)",
+    )
     airflow_parser.add_argument("--workers", type=int, default=2, help="Celery workers (default 2; --executor celery)")
     args = parser.parse_args(argv)
     try:

@@ -25,8 +25,11 @@ def run_dag(dag_file: Path, dag_id: str, conf: dict | None = None) -> dict:
     run = dag.test(run_conf=conf or {})
     run_seconds = (run.end_date - run.start_date).total_seconds() if run.end_date and run.start_date else None
     with create_session() as session:
-        rows = session.query(XComModel).filter(XComModel.run_id == run.run_id, XComModel.dag_id == dag_id,
-                                               XComModel.key == "return_value").all()  # fmt: skip
+        rows = (
+            session.query(XComModel)
+            .filter(XComModel.run_id == run.run_id, XComModel.dag_id == dag_id, XComModel.key == "return_value")
+            .all()
+        )
         xcoms = {row.task_id: XComModel.deserialize_value(row) for row in rows}
     return {"state": str(run.state), "run_id": run.run_id, "xcoms": xcoms, "run_seconds": run_seconds}
 
@@ -57,8 +60,9 @@ def run_conf(text: str) -> dict:
                 raise ValueError(f"records_per_day must be a whole number of records, 1 or more, not {value!r}")
             continue
         if name not in form:
-            raise ValueError(f"unknown param {name!r}; the pipeline's params (and the demo's records_per_day): "
-                             f"{', '.join(form)}")  # fmt: skip
+            raise ValueError(
+                f"unknown param {name!r}; the pipeline's params (and the demo's records_per_day): {', '.join(form)}"
+            )
         try:
             form[name].resolve(value)
         except ParamValidationError as error:
@@ -88,15 +92,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mlscale demo: {error}", file=sys.stderr)
         return 2
     if conf.get("gate_mode") == "manual":  # dag.test() cannot wait for a person; the scheduler can
-        print("mlscale demo: gate_mode=manual needs a person and Airflow's scheduler: trigger the run in "
-              "`mlscale airflow` instead (its approve task waits on the Required Actions page)", file=sys.stderr)
+        print(
+            "mlscale demo: gate_mode=manual needs a person and Airflow's scheduler: trigger the run in "
+            "`mlscale airflow` instead (its approve task waits on the Required Actions page)",
+            file=sys.stderr,
+        )
         return 2
     started = time.monotonic()
     emulator_started = control.ensure_up(config)  # a running emulator (`mlscale airflow`'s) is reused, left running
     try:
         control.provision_edge_fleet(config)  # the simulated Greengrass core devices the DAG deploys to
-        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL
+        )
         ensure_training_pool()
         # the producer loads the week the pipeline run trains on; no arrival notice: this run is started here
         producer = {"days": 7, "announce": False, "records_per_day": conf.pop("records_per_day", DEMO_RECORDS_PER_DAY)}
@@ -122,14 +130,17 @@ def print_summary(result: dict, wall_seconds: float) -> None:
     metrics = train.get("final_metrics", {})
     plan = xcoms.get("plan_shards") or {}
     etl, storage, shards = plan.get("etl", {}), plan.get("storage", {}), plan.get("shards", {})
+    quality = xcoms.get("quality") or {}
     lines = [
         "",
         "mlscale demo summary",
         f"  DAG run          {result['run_id']}: {result['state']}",
         f"  raw data         {_raw_line(result.get('produced') or {})}",
-        f"  ETL output       {etl.get('rows', '-')} rows, {etl.get('bytes', 0) / 1e6:.1f} MB in {etl.get('objects', '-')} object(s)",
-        f"  data quality     {(xcoms.get('quality') or {}).get('verdict', '-')}: {(xcoms.get('quality') or {}).get('report_uri', '-')}",
-        f"  storage advisor  {storage.get('storage', '-')} {storage.get('input_mode') or ''}: {storage.get('reason', '-')}",
+        f"  ETL output       {etl.get('rows', '-')} rows, {etl.get('bytes', 0) / 1e6:.1f} MB"
+        f" in {etl.get('objects', '-')} object(s)",
+        f"  data quality     {quality.get('verdict', '-')}: {quality.get('report_uri', '-')}",
+        f"  storage advisor  {storage.get('storage', '-')} {storage.get('input_mode') or ''}:"
+        f" {storage.get('reason', '-')}",
         f"  FSx for Lustre   {_fsx_line(xcoms.get('stage_fsx'), plan)}",
         f"  shards           {shards.get('shards', '-')} x ~{shards.get('records_per_shard', '-')} records "
         f"(~{shards.get('bytes_per_shard', 0) / 1e6:.2f} MB): {shards.get('reason', '-')}",
@@ -162,24 +173,33 @@ def _stack_status(config, xcoms: dict) -> str | None:
 
 def _training_lines(train: dict, layout: dict, stack_status: str | None) -> list[str]:
     if train.get("backend") == "batch":
-        return [f"  training backend batch: AWS Batch multi-node job on stack {layout.get('cluster_stack', '-')} "
-                f"(now {stack_status or '-'})",
-                f"  training job     {train.get('job_name', '-')} (job id {train.get('job_id', '-')})",
-                f"  nodes            {train.get('node_count', '-')} ({train.get('attempts', '-')} attempt(s), "
-                f"{train.get('seconds', '-')} s)"]  # fmt: skip
-    return [f"  training backend {train.get('backend', 'sagemaker')}",
-            f"  training job     {train.get('job_name', '-')}",
-            f"  instances        {train.get('instance_count', '-')} x {train.get('instance_type', '-')}",
-            f"  billable seconds {train.get('billable_seconds', '-')}"]  # fmt: skip
+        return [
+            f"  training backend batch: AWS Batch multi-node job on stack {layout.get('cluster_stack', '-')} "
+            f"(now {stack_status or '-'})",
+            f"  training job     {train.get('job_name', '-')} (job id {train.get('job_id', '-')})",
+            f"  nodes            {train.get('node_count', '-')} ({train.get('attempts', '-')} attempt(s), "
+            f"{train.get('seconds', '-')} s)",
+        ]
+    return [
+        f"  training backend {train.get('backend', 'sagemaker')}",
+        f"  training job     {train.get('job_name', '-')}",
+        f"  instances        {train.get('instance_count', '-')} x {train.get('instance_type', '-')}",
+        f"  billable seconds {train.get('billable_seconds', '-')}",
+    ]
 
 
 def _cache_line(xcoms: dict) -> str:
     """Which stages the cache reused (and from which run), which ran; off: just that."""
-    stages = {task: value["cache"] for task, value in xcoms.items()
-              if isinstance(value, dict) and "cache" in value and task != "trained"}  # trained: train's result again
+    stages = {
+        task: value["cache"]
+        for task, value in xcoms.items()
+        if isinstance(value, dict) and "cache" in value and task != "trained"
+    }  # trained: train's result again
     if not any(c.get("enabled") for c in stages.values()):
         return "off (every stage ran; params.cache=true reuses unchanged stages)"
-    reused = [f"{task}: reused {c['reused']} from run {c['from_run']}" for task, c in sorted(stages.items()) if c["hit"]]
+    reused = [
+        f"{task}: reused {c['reused']} from run {c['from_run']}" for task, c in sorted(stages.items()) if c["hit"]
+    ]
     ran = sorted(task for task, c in stages.items() if not c["hit"])
     return "\n                   ".join([*reused, f"ran: {', '.join(ran) or 'none'}"])
 
@@ -188,13 +208,16 @@ def _raw_line(produced: dict) -> str:
     if not produced:
         return "-"
     days, written = produced["days"], produced["written"]
-    return f"{days[0]}..{days[-1]} (mlscale_raw_data): {len(written)} day(s) written, {len(days) - len(written)} already there"
+    already = len(days) - len(written)
+    return f"{days[0]}..{days[-1]} (mlscale_raw_data): {len(written)} day(s) written, {already} already there"
 
 
 def _edge_line(edge: dict | None) -> str:
     if not edge:
         return "-"
-    devices = "; ".join(f"{thing}: {d['status']}, answers {d['answer']}" for thing, d in sorted(edge["devices"].items()))
+    devices = "; ".join(
+        f"{thing}: {d['status']}, answers {d['answer']}" for thing, d in sorted(edge["devices"].items())
+    )
     return f"deployment {edge['deployment_id']} {edge['status']}\n                   {devices}"
 
 
@@ -207,8 +230,10 @@ def _endpoint_line(endpoint: dict | None) -> str:
         answer = f"predicts {max(range(len(scores)), key=scores.__getitem__)} for the sample (a 0)"
     except (ValueError, TypeError, IndexError, KeyError):
         pass
-    return (f"{endpoint['endpoint_name']} InService ({endpoint['endpoint_config']}, autoscaling "
-            f"{endpoint['scaling_policy']}); {answer}")
+    return (
+        f"{endpoint['endpoint_name']} InService ({endpoint['endpoint_config']}, autoscaling "
+        f"{endpoint['scaling_policy']}); {answer}"
+    )
 
 
 def _compile_line(compiled: dict | None, evaluation: dict | None) -> str:
@@ -223,15 +248,21 @@ def _evaluation_line(evaluation: dict | None) -> str:
     if not evaluation:
         return "-"
     metrics = evaluation["metrics"]
-    return (f"accuracy {metrics['accuracy']:.4f}, macro-F1 {metrics['macro_f1']:.4f} on {metrics['samples']} held-out "
-            f"records; gate: {evaluation['decision']} ({'; '.join(evaluation['reasons'])})"
-            f"\n                   model package {evaluation['model_package_arn']}")
+    return (
+        f"accuracy {metrics['accuracy']:.4f}, macro-F1 {metrics['macro_f1']:.4f} on {metrics['samples']} held-out "
+        f"records; gate: {evaluation['decision']} ({'; '.join(evaluation['reasons'])})"
+        f"\n                   model package {evaluation['model_package_arn']}"
+    )
 
 
 def _diagnosis_line(diagnosis: dict | None, train: dict) -> str:
     if not diagnosis:
         # the diagnosis reads SageMaker's per-instance utilisation (/aws/sagemaker/TrainingJobs)
-        return "skipped: a Batch job publishes no SageMaker utilisation metrics" if train.get("backend") == "batch" else "-"
+        return (
+            "skipped: a Batch job publishes no SageMaker utilisation metrics"
+            if train.get("backend") == "batch"
+            else "-"
+        )
     line = f"{diagnosis['verdict']} ({'; '.join(diagnosis['reasons'])})"
     stats = diagnosis.get("stats") or {}
     if stats:
@@ -240,15 +271,19 @@ def _diagnosis_line(diagnosis: dict | None, train: dict) -> str:
             line += f", data wait {stats['data_wait_fraction']:.0%}"
     step = diagnosis.get("recommendation")
     if step:
-        line += (f"\n                   next: {step['step']}: {step['instance_count']} x {step['instance_type']}; "
-                 f"{'; '.join(step['changes'])}")
+        line += (
+            f"\n                   next: {step['step']}: {step['instance_count']} x {step['instance_type']}; "
+            f"{'; '.join(step['changes'])}"
+        )
     return line
 
 
 def _fsx_line(staged: dict | None, planned: dict) -> str:
     if staged and staged.get("file_system_id"):
-        return (f"{staged['file_system_id']} {staged['deployment_type']} {staged['storage_capacity_gib']} GiB, "
-                f"{staged['files_imported']} files imported, mounted at {staged['directory_path']} (deleted after training)")
+        return (
+            f"{staged['file_system_id']} {staged['deployment_type']} {staged['storage_capacity_gib']} GiB, "
+            f"{staged['files_imported']} files imported, mounted at {staged['directory_path']} (deleted after training)"
+        )
     return "skipped: training reads from S3" if "fsx_enabled" in planned else "-"
 
 

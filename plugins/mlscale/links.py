@@ -40,9 +40,14 @@ class ConsoleLink(BaseAwsLink):
     def persist_for(cls, context, operator, **resource: str) -> None:
         """Store the link's fields from the operator's AWS hook (region, partition, emulator) and the resource."""
         hook = operator.hook
-        cls.persist(context=context, operator=operator, region_name=hook.conn_region_name,
-                    aws_partition=hook.conn_partition, emulator_url=emulator_url(hook.conn_config.endpoint_url),
-                    **resource)  # fmt: skip
+        cls.persist(
+            context=context,
+            operator=operator,
+            region_name=hook.conn_region_name,
+            aws_partition=hook.conn_partition,
+            emulator_url=emulator_url(hook.conn_config.endpoint_url),
+            **resource,
+        )
 
 
 class TrainingJobLink(ConsoleLink):
@@ -94,5 +99,12 @@ class GreengrassDeploymentLink(ConsoleLink):
     emulator_page = "greengrass-deployments/{deployment_id}"
 
 
-ALL_LINKS = (TrainingJobLink, ProcessingJobLink, TransformJobLink, CompilationJobLink, EndpointLink, FileSystemLink,
-             GreengrassDeploymentLink)  # fmt: skip
+ALL_LINKS = (
+    TrainingJobLink,
+    ProcessingJobLink,
+    TransformJobLink,
+    CompilationJobLink,
+    EndpointLink,
+    FileSystemLink,
+    GreengrassDeploymentLink,
+)

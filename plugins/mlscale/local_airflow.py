@@ -102,8 +102,10 @@ def main(port: int = 8080, workers: int = 0) -> int:
     # raise KeyboardInterrupt on both, also when started from a script or a background shell, which starts
     # us with SIGINT ignored (Python then installs no handler of its own)
     if workers and shutil.which("redis-server") is None:
-        raise RuntimeError("--executor celery needs Redis's server as its broker: install Debian's redis-server "
-                           "(apt-get install redis-server), or run without --executor celery")  # fmt: skip
+        raise RuntimeError(
+            "--executor celery needs Redis's server as its broker: install Debian's redis-server "
+            "(apt-get install redis-server), or run without --executor celery"
+        )
     signal.signal(signal.SIGINT, _interrupt)
     signal.signal(signal.SIGTERM, _interrupt)
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
@@ -118,14 +120,14 @@ def main(port: int = 8080, workers: int = 0) -> int:
         started = control.ensure_up(config)  # a running emulator is reused, and left running
         record_run(run_file, emulator_started=started)
         control.provision_edge_fleet(config)
-        env = {**os.environ, **airflow_environment(repo, control.connection_uri(config)),
-               "AIRFLOW__API__BASE_URL": url}  # fmt: skip
+        env = {**os.environ, **airflow_environment(repo, control.connection_uri(config)), "AIRFLOW__API__BASE_URL": url}
         home = Path(env["AIRFLOW_HOME"])
         env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = uri = local_database.start(database)
         os.environ.update(env)
         # the first command on a new home writes its airflow.cfg, with the secrets the components share
-        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True,
-                       stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True, stdout=subprocess.DEVNULL
+        )
         local_database.set_in_airflow_cfg(home, uri)  # `airflow ...` on this home (a backfill) finds it too
         ensure_training_pool()
         control.provision_arrivals(config)  # before the triggerer starts the pipeline's queue watcher
@@ -163,8 +165,11 @@ def record_run(run_file: Path, emulator_started: bool) -> None:
     from mlscale.emulator import sessions
 
     run_file.parent.mkdir(parents=True, exist_ok=True)
-    run_file.write_text(json.dumps({"pid": os.getpid(), "started": sessions.start_time(os.getpid()),
-                                    "emulator_started": emulator_started}))  # fmt: skip
+    run_file.write_text(
+        json.dumps(
+            {"pid": os.getpid(), "started": sessions.start_time(os.getpid()), "emulator_started": emulator_started}
+        )
+    )
 
 
 def claim_stack(run_file: Path, database: Path, config) -> None:
@@ -177,17 +182,26 @@ def claim_stack(run_file: Path, database: Path, config) -> None:
         previous = json.loads(run_file.read_text())
     except (OSError, ValueError):
         previous = None
-    if previous and previous.get("pid") != os.getpid() and previous.get("started") is not None and \
-            sessions.start_time(previous["pid"]) == previous["started"]:  # fmt: skip
-        raise RuntimeError(f"mlscale airflow already runs on {run_file.parent.parent} (pid {previous['pid']}): "
-                           f"stop it first (Ctrl-C in its terminal, or kill {previous['pid']})")  # fmt: skip
+    if (
+        previous
+        and previous.get("pid") != os.getpid()
+        and previous.get("started") is not None
+        and sessions.start_time(previous["pid"]) == previous["started"]
+    ):
+        raise RuntimeError(
+            f"mlscale airflow already runs on {run_file.parent.parent} (pid {previous['pid']}): "
+            f"stop it first (Ctrl-C in its terminal, or kill {previous['pid']})"
+        )
     ended = sessions.end_leftovers(run_file.parent / "sessions")
     if previous is None:
         return
     local_database.stop(database)
     if previous.get("emulator_started"):
         control.down(config)
-    print(f"A previous mlscale airflow (pid {previous['pid']}) was killed; stopped what it left: its PostgreSQL"
-          f"{', its emulator' if previous.get('emulator_started') else ''} and "
-          f"{len(ended)} Airflow processes{' (' + ', '.join(map(str, ended)) + ')' if ended else ''}.", flush=True)
+    print(
+        f"A previous mlscale airflow (pid {previous['pid']}) was killed; stopped what it left: its PostgreSQL"
+        f"{', its emulator' if previous.get('emulator_started') else ''} and "
+        f"{len(ended)} Airflow processes{' (' + ', '.join(map(str, ended)) + ')' if ended else ''}.",
+        flush=True,
+    )
     run_file.unlink(missing_ok=True)

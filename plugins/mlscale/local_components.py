@@ -46,11 +46,29 @@ def commands(port: int, workers: int = 0, broker_port: int = 0, broker_dir: Path
     if not workers:
         return found
     # the broker keeps its queue in an append-only file: a Redis that dies and starts again loses no task
-    broker = ["redis-server", "--bind", "127.0.0.1", "--port", str(broker_port), "--protected-mode", "yes",
-              "--appendonly", "yes", "--save", "", "--dir", str(broker_dir)]  # fmt: skip
-    return {"redis": broker, **found, **{f"worker-{n}": [*airflow, "celery", "worker", "--celery-hostname",
-                                                         f"worker-{n}@%h", "--skip-serve-logs"]
-                                         for n in range(1, workers + 1)}}  # fmt: skip
+    broker = [
+        "redis-server",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(broker_port),
+        "--protected-mode",
+        "yes",
+        "--appendonly",
+        "yes",
+        "--save",
+        "",
+        "--dir",
+        str(broker_dir),
+    ]
+    return {
+        "redis": broker,
+        **found,
+        **{
+            f"worker-{n}": [*airflow, "celery", "worker", "--celery-hostname", f"worker-{n}@%h", "--skip-serve-logs"]
+            for n in range(1, workers + 1)
+        },
+    }
 
 
 class Components:
@@ -58,18 +76,26 @@ class Components:
     `broker_port`, its results in Airflow's own database."""
 
     def __init__(self, env: dict[str, str], log_dir: Path, port: int, workers: int = 0, broker_port: int = 0):
-        self.env = {**env, "AIRFLOW__CORE__EXECUTOR": "LocalExecutor", "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
-                    "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0", "AIRFLOW__MLSCALE__POLL_INTERVAL": "2",
-                    # a task whose worker died is failed (and retried) after a minute, not five
-                    "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT":
-                        env.get("AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT", "60")}  # fmt: skip
+        self.env = {
+            **env,
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
+            "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0",
+            "AIRFLOW__MLSCALE__POLL_INTERVAL": "2",
+            # a task whose worker died is failed (and retried) after a minute, not five
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": env.get(
+                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT", "60"
+            ),
+        }
         if workers:
-            self.env.update({
-                "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
-                "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{broker_port}/0",
-                "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", ""),
-                "AIRFLOW__CELERY__WORKER_CONCURRENCY": "8",
-            })  # fmt: skip
+            self.env.update(
+                {
+                    "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+                    "AIRFLOW__CELERY__BROKER_URL": f"redis://127.0.0.1:{broker_port}/0",
+                    "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + env.get("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", ""),
+                    "AIRFLOW__CELERY__WORKER_CONCURRENCY": "8",
+                }
+            )
         self.log_dir, self.port, self.workers, self.broker_port = log_dir, port, workers, broker_port
         self.sessions_dir = log_dir / "sessions"  # what a killed `mlscale airflow` leaves, its next start ends
         self.processes: dict[str, subprocess.Popen] = {}
@@ -88,10 +114,15 @@ class Components:
 
     def _start(self, name: str) -> None:
         with open(self.log_dir / f"{name}.log", "ab") as log:
-            self.processes[name] = subprocess.Popen(self._commands()[name], env=self.env,
-                                                    stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                                    start_new_session=True,
-                                                    preexec_fn=sessions.dies_with_parent())  # fmt: skip
+            self.processes[name] = subprocess.Popen(
+                self._commands()[name],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=sessions.dies_with_parent(),
+            )
         self.started_at[name] = time.monotonic()
         sessions.record(self.sessions_dir, self.processes[name].pid)
 
@@ -113,8 +144,11 @@ class Components:
                 gone = f"{name} (exit code {process.returncode}; see {self.log_dir / f'{name}.log'})"
                 delay = self.restart_delay(name, time.monotonic())
                 if delay is None:
-                    print(f"Airflow's {gone} stopped {RESTART_LIMIT} times within {RESTART_WINDOW} s; stopping "
-                          "the others.", flush=True)  # fmt: skip
+                    print(
+                        f"Airflow's {gone} stopped {RESTART_LIMIT} times within {RESTART_WINDOW} s; stopping "
+                        "the others.",
+                        flush=True,
+                    )
                     return 1
                 print(f"Airflow's {gone} stopped; starting it again in {delay} s.", flush=True)
                 if name == "scheduler" and not self.workers:  # its LocalExecutor workers finish their tasks

@@ -22,28 +22,37 @@ log = logging.getLogger(__name__)
 
 def drop_stale_defer_exits(executor, session) -> int:
     """Remove from the executor's event buffer each SUCCESS whose try is a resumed deferral not yet finished."""
-    from sqlalchemy import select
-
     from airflow.models.taskinstance import TaskInstance
     from airflow.models.taskinstancekey import TaskInstanceKey
     from airflow.utils.state import TaskInstanceState
+    from sqlalchemy import select
 
-    successes = [key for key, (state, _) in list(executor.event_buffer.items())
-                 if isinstance(key, TaskInstanceKey) and state == TaskInstanceState.SUCCESS]  # fmt: skip
+    successes = [
+        key
+        for key, (state, _) in list(executor.event_buffer.items())
+        if isinstance(key, TaskInstanceKey) and state == TaskInstanceState.SUCCESS
+    ]
     if not successes:
         return 0
     ti = TaskInstance
-    resumed = set(session.execute(
-        select(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number).where(
-            ti.filter_for_tis(successes), ti.next_method.is_not(None),
-            ti.state.in_([TaskInstanceState.SCHEDULED, TaskInstanceState.QUEUED, TaskInstanceState.RUNNING]))
-    ).tuples())  # fmt: skip
+    resumed = set(
+        session.execute(
+            select(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number).where(
+                ti.filter_for_tis(successes),
+                ti.next_method.is_not(None),
+                ti.state.in_([TaskInstanceState.SCHEDULED, TaskInstanceState.QUEUED, TaskInstanceState.RUNNING]),
+            )
+        ).tuples()
+    )
     dropped = 0
     for key in successes:
         if (key.dag_id, key.task_id, key.run_id, key.map_index, key.try_number) in resumed:
             executor.event_buffer.pop(key, None)
-            log.info("Ignoring the executor's SUCCESS from %s's deferral: its resumed try has not finished "
-                     "(apache/airflow#72716)", key)  # fmt: skip
+            log.info(
+                "Ignoring the executor's SUCCESS from %s's deferral: its resumed try has not finished "
+                "(apache/airflow#72716)",
+                key,
+            )
             dropped += 1
     return dropped
 

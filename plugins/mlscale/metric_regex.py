@@ -27,5 +27,7 @@ def compile_metric(regex: str):
         return re2.compile(regex, options)
     except re2.error as error:
         reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else str(error)
-        raise MetricRegexError(f"is not a regular expression RE2 can run in linear time ({reason}): "
-                               "backreferences and lookaround are not supported") from None
+        raise MetricRegexError(
+            f"is not a regular expression RE2 can run in linear time ({reason}): "
+            "backreferences and lookaround are not supported"
+        ) from None

@@ -26,8 +26,9 @@ def run_slug(run_id: str) -> str:
     return re.sub(r"[^A-Za-z0-9=-]+", "-", run_id).strip("-")
 
 
-def resource_name(dag_id: str, task_id: str, run_id: str, map_index: int = -1, attempt: int = 1,
-                  max_length: int = MAX_LENGTH) -> str:  # fmt: skip
+def resource_name(
+    dag_id: str, task_id: str, run_id: str, map_index: int = -1, attempt: int = 1, max_length: int = MAX_LENGTH
+) -> str:
     """A valid, stable name: readable start, then a hash of the full identity.
 
     The hash is always there: slugging maps `a_b` and `a-b` to the same text.

@@ -15,8 +15,14 @@ class MlscalePlugin(AirflowPlugin):
     name = "mlscale"
     # The run view: a FastAPI app under /mlscale, and a tab on every DAG run page that opens it.
     fastapi_apps = [{"app": LazyRunView(), "url_prefix": "/mlscale", "name": "mlscale run view"}]
-    external_views = [{"name": "mlscale", "href": "/mlscale/run?dag_id={DAG_ID}&run_id={RUN_ID}",
-                       "destination": "dag_run", "url_route": "mlscale-run"}]  # fmt: skip
+    external_views = [
+        {
+            "name": "mlscale",
+            "href": "/mlscale/run?dag_id={DAG_ID}&run_id={RUN_ID}",
+            "destination": "dag_run",
+            "url_route": "mlscale-run",
+        }
+    ]
 
     @cached_property
     def operator_extra_links(self) -> list:  # type: ignore[override]

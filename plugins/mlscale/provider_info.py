@@ -18,7 +18,20 @@ def get_provider_info() -> dict:
             }
         ],
         "operators": [
-            {"integration-name": "mlscale", "python-modules": ["mlscale.operators.training", "mlscale.operators.processing", "mlscale.operators.quality", "mlscale.operators.fsx", "mlscale.operators.diagnosis", "mlscale.operators.evaluation", "mlscale.operators.compilation", "mlscale.operators.endpoint", "mlscale.operators.edge"]},
+            {
+                "integration-name": "mlscale",
+                "python-modules": [
+                    "mlscale.operators.training",
+                    "mlscale.operators.processing",
+                    "mlscale.operators.quality",
+                    "mlscale.operators.fsx",
+                    "mlscale.operators.diagnosis",
+                    "mlscale.operators.evaluation",
+                    "mlscale.operators.compilation",
+                    "mlscale.operators.endpoint",
+                    "mlscale.operators.edge",
+                ],
+            },
         ],
         "triggers": [
             {"integration-name": "mlscale", "python-modules": ["mlscale.triggers.stage"]},
@@ -30,6 +43,16 @@ def get_provider_info() -> dict:
             {"integration-name": "mlscale", "python-modules": ["mlscale.hooks.fsx", "mlscale.hooks.greengrass"]},
         ],
         "config": config_schema(),
-        "extra-links": [f"mlscale.links.{name}" for name in ("TrainingJobLink", "ProcessingJobLink", "TransformJobLink",
-                        "CompilationJobLink", "EndpointLink", "FileSystemLink", "GreengrassDeploymentLink")],
+        "extra-links": [
+            f"mlscale.links.{name}"
+            for name in (
+                "TrainingJobLink",
+                "ProcessingJobLink",
+                "TransformJobLink",
+                "CompilationJobLink",
+                "EndpointLink",
+                "FileSystemLink",
+                "GreengrassDeploymentLink",
+            )
+        ],
     }

@@ -20,20 +20,75 @@ def spiky(low: float, high: float, busy_share: float, n: int = 60) -> list[float
 
 CASES = [
     # name, evidence, has_gpu, expected bound
-    ("busy GPU", Evidence(cpu=trace(40), memory=trace(30), gpu=trace(95, 3), gpu_memory=trace(60)), True, "compute-bound"),
-    ("GPU starved by busy CPU", Evidence(cpu=trace(97, 2), memory=trace(40), gpu=trace(5, 2), gpu_memory=trace(20)), True, "data-bound"),
-    ("GPU idle, I/O wait high", Evidence(cpu=trace(20), memory=trace(30), gpu=trace(15), gpu_memory=trace(20), io_wait=trace(70)), True, "io-bound"),
-    ("GPU memory full", Evidence(cpu=trace(50), memory=trace(40), gpu=trace(90), gpu_memory=trace(97, 1)), True, "memory-bound"),
-    ("host memory full", Evidence(cpu=trace(50), memory=trace(95, 2), gpu=trace(60), gpu_memory=trace(40)), True, "memory-bound"),
-    ("everything idle: small batch", Evidence(cpu=trace(20), memory=trace(20), gpu=trace(30), gpu_memory=trace(15)), True, "under-utilised"),
-    ("loader waits, CPU idle", Evidence(cpu=trace(20), memory=trace(30), gpu=trace(40), gpu_memory=trace(30), data_wait_fraction=0.45), True, "io-bound"),
-    ("loader waits, CPU busy", Evidence(cpu=trace(85), memory=trace(30), gpu=trace(40), gpu_memory=trace(30), data_wait_fraction=0.5), True, "data-bound"),
-    ("low GPU, busy host", Evidence(cpu=trace(80), memory=trace(60), gpu=trace(50), gpu_memory=trace(40)), True, "data-bound"),
-    ("fluctuating GPU, mostly busy", Evidence(cpu=trace(40), memory=trace(40), gpu=spiky(5, 95, 0.8), gpu_memory=trace(50)), True, "compute-bound"),
+    (
+        "busy GPU",
+        Evidence(cpu=trace(40), memory=trace(30), gpu=trace(95, 3), gpu_memory=trace(60)),
+        True,
+        "compute-bound",
+    ),
+    (
+        "GPU starved by busy CPU",
+        Evidence(cpu=trace(97, 2), memory=trace(40), gpu=trace(5, 2), gpu_memory=trace(20)),
+        True,
+        "data-bound",
+    ),
+    (
+        "GPU idle, I/O wait high",
+        Evidence(cpu=trace(20), memory=trace(30), gpu=trace(15), gpu_memory=trace(20), io_wait=trace(70)),
+        True,
+        "io-bound",
+    ),
+    (
+        "GPU memory full",
+        Evidence(cpu=trace(50), memory=trace(40), gpu=trace(90), gpu_memory=trace(97, 1)),
+        True,
+        "memory-bound",
+    ),
+    (
+        "host memory full",
+        Evidence(cpu=trace(50), memory=trace(95, 2), gpu=trace(60), gpu_memory=trace(40)),
+        True,
+        "memory-bound",
+    ),
+    (
+        "everything idle: small batch",
+        Evidence(cpu=trace(20), memory=trace(20), gpu=trace(30), gpu_memory=trace(15)),
+        True,
+        "under-utilised",
+    ),
+    (
+        "loader waits, CPU idle",
+        Evidence(cpu=trace(20), memory=trace(30), gpu=trace(40), gpu_memory=trace(30), data_wait_fraction=0.45),
+        True,
+        "io-bound",
+    ),
+    (
+        "loader waits, CPU busy",
+        Evidence(cpu=trace(85), memory=trace(30), gpu=trace(40), gpu_memory=trace(30), data_wait_fraction=0.5),
+        True,
+        "data-bound",
+    ),
+    (
+        "low GPU, busy host",
+        Evidence(cpu=trace(80), memory=trace(60), gpu=trace(50), gpu_memory=trace(40)),
+        True,
+        "data-bound",
+    ),
+    (
+        "fluctuating GPU, mostly busy",
+        Evidence(cpu=trace(40), memory=trace(40), gpu=spiky(5, 95, 0.8), gpu_memory=trace(50)),
+        True,
+        "compute-bound",
+    ),
     ("CPU-only job at full CPU", Evidence(cpu=trace(95, 2), memory=trace(30)), False, "compute-bound"),
-    ("CPU-only job waiting on data", Evidence(cpu=trace(25), memory=trace(30), data_wait_fraction=0.6), False, "io-bound"),
+    (
+        "CPU-only job waiting on data",
+        Evidence(cpu=trace(25), memory=trace(30), data_wait_fraction=0.6),
+        False,
+        "io-bound",
+    ),
     ("CPU-only job idling", Evidence(cpu=trace(30), memory=trace(20)), False, "under-utilised"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("name, evidence, has_gpu, bound", CASES, ids=[c[0] for c in CASES])
@@ -67,14 +122,19 @@ LADDER = [
     ("io-bound", "ml.p4d.24xlarge", 4, 8, "storage", "ml.p4d.24xlarge", 4),
     ("memory-bound", "ml.g5.2xlarge", 1, 1, "memory", "ml.g6e.xlarge", 1),
     ("under-utilised", "ml.g5.2xlarge", 2, 2, "batch-size", "ml.g5.2xlarge", 2),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize("bound, current, count, workers, step, expected, expected_count", LADDER,
-                         ids=[f"{c[0]} on {c[1]}" for c in LADDER])  # fmt: skip
+@pytest.mark.parametrize(
+    "bound, current, count, workers, step, expected, expected_count", LADDER, ids=[f"{c[0]} on {c[1]}" for c in LADDER]
+)
 def test_ladder(bound, current, count, workers, step, expected, expected_count):
     recommendation = next_step(verdict(bound), current, count, workers)
-    assert (recommendation.step, recommendation.instance_type, recommendation.instance_count) == (step, expected, expected_count)
+    assert (recommendation.step, recommendation.instance_type, recommendation.instance_count) == (
+        step,
+        expected,
+        expected_count,
+    )
     assert recommendation.reason and recommendation.changes
 
 

@@ -17,11 +17,33 @@ def test_dag_parses_with_its_params_form():
     bag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py"))
     assert bag.import_errors == {}
     dag = bag.dags["mlscale_pipeline"]
-    assert sorted(dag.task_ids) == ["approve", "choose_backend", "choose_targets", "cluster_outputs", "compile", "create_cluster",
-                                    "delete_cluster", "delete_fsx", "deploy_edge", "deploy_endpoint", "diagnose",
-                                    "etl", "evaluate", "gate", "plan_run", "plan_shards", "quality", "shard",
-                                    "stage_fsx", "train", "train_on_batch", "trained", "training_inputs",
-                                    "wait_for_cluster", "wait_for_data"]  # fmt: skip
+    assert sorted(dag.task_ids) == [
+        "approve",
+        "choose_backend",
+        "choose_targets",
+        "cluster_outputs",
+        "compile",
+        "create_cluster",
+        "delete_cluster",
+        "delete_fsx",
+        "deploy_edge",
+        "deploy_endpoint",
+        "diagnose",
+        "etl",
+        "evaluate",
+        "gate",
+        "plan_run",
+        "plan_shards",
+        "quality",
+        "shard",
+        "stage_fsx",
+        "train",
+        "train_on_batch",
+        "trained",
+        "training_inputs",
+        "wait_for_cluster",
+        "wait_for_data",
+    ]
     assert dag.get_task("deploy_edge").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
     assert dag.get_task("compile").upstream_task_ids == {"approve", "trained", "plan_run", "evaluate"}
     assert dag.get_task("approve").upstream_task_ids == {"gate", "evaluate"}
@@ -93,18 +115,24 @@ def test_the_producer_writes_a_day_and_never_announces_a_backfill():
 
 
 def run_demo(tmp_path, *conf: str, env: dict | None = None) -> str:
-    env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_EMULATOR_PORT": str(free_port()),
-           "MLSCALE_REPO": str(REPO), **(env or {})}  # fmt: skip
+    env = {
+        **os.environ,
+        "MLSCALE_HOME": str(tmp_path),
+        "MLSCALE_EMULATOR_PORT": str(free_port()),
+        "MLSCALE_REPO": str(REPO),
+        **(env or {}),
+    }
     env.pop("AIRFLOW_HOME", None)
     env.pop("AIRFLOW_CONN_AWS_DEFAULT", None)
-    result = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", *conf], env=env, capture_output=True,
-                            text=True, timeout=600)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "mlscale.cli", "demo", *conf], env=env, capture_output=True, text=True, timeout=600
+    )
     out = result.stdout
     errors = [line[:1500] for line in out.splitlines() if "exc_value" in line or "Task failed" in line]
     assert result.returncode == 0, "\n".join(errors[-5:]) + out[-3000:] + result.stderr[-3000:]
     # the demo stops the emulator it started
     assert not (tmp_path / "emulator" / "emulator.pid").exists()
-    return out[out.index("mlscale demo summary"):]
+    return out[out.index("mlscale demo summary") :]
 
 
 @pytest.mark.e2e
@@ -123,19 +151,29 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     assert re.search(r"FSx for Lustre\s+skipped: training reads from S3", summary)
     assert re.search(r"diagnosis\s+(under-utilised|compute-bound|data-bound|io-bound|memory-bound) \(", summary)
     assert re.search(r"next: [a-z-]+: \d+ x ml\.", summary)
-    assert re.search(r"evaluation\s+accuracy 0\.9\d+, macro-F1 0\.9\d+ on 7000 held-out records; gate: Approved", summary)
+    assert re.search(
+        r"evaluation\s+accuracy 0\.9\d+, macro-F1 0\.9\d+ on 7000 held-out records; gate: Approved", summary
+    )
     assert re.search(r"model package arn:aws:sagemaker:us-east-1:\d+:model-package/mlscale-digits/\d+", summary)
-    assert re.search(r"compiled \(Neo\)\s+ml_c5: s3://mlscale-demo/mlscale/runs/.+/compiled/model-ml_c5\.tar\.gz", summary)
+    assert re.search(
+        r"compiled \(Neo\)\s+ml_c5: s3://mlscale-demo/mlscale/runs/.+/compiled/model-ml_c5\.tar\.gz", summary
+    )
     assert re.search(r"endpoint\s+mlscale-digits InService .+; predicts 0 for the sample \(a 0\)", summary)
     assert re.search(r"edge devices\s+deployment \S+ COMPLETED", summary)
     assert len(re.findall(r"mlscale-edge-fleet-device-\d: SUCCEEDED, answers 0", summary)) == 3
 
     # the run view reads the same run back from Airflow's database
     run_id = re.search(r"DAG run\s+(\S+): success", summary).group(1)
-    code = ("from mlscale.ui.run_record import load_run; from mlscale.ui.page import render; "
-            f"print(render(load_run('mlscale_pipeline', {run_id!r}), lambda uri: uri or ''))")  # fmt: skip
-    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path / "airflow"), "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-           "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}  # fmt: skip
+    code = (
+        "from mlscale.ui.run_record import load_run; from mlscale.ui.page import render; "
+        f"print(render(load_run('mlscale_pipeline', {run_id!r}), lambda uri: uri or ''))"
+    )
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+    }
     page = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout
     assert "Data quality: passed" in page and "Evaluation: gate Approved" in page
     assert "confusion_matrix.png" in page and "class='lineage'" in page and "deploy_endpoint" in page
@@ -143,7 +181,9 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
 
 @pytest.mark.e2e
 def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_it(tmp_path):
-    summary = run_demo(tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "deploy_target": "endpoint", "records_per_day": 3000}')
+    summary = run_demo(
+        tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "deploy_target": "endpoint", "records_per_day": 3000}'
+    )
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", summary)
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9
@@ -157,8 +197,10 @@ def test_training_on_aws_batch_uses_two_nodes_and_deletes_its_cluster(tmp_path):
     summary = run_demo(tmp_path, '{"training_backend": "batch", "deploy_target": "endpoint", "records_per_day": 3000}')
     assert re.search(r"DAG run\s+\S+: success", summary)
     # the run created its CloudFormation cluster, trained on it as one 2-node Batch job, and deleted it
-    assert re.search(r"training backend batch: AWS Batch multi-node job on stack mlscale-cluster-\S+ \(now DELETE_COMPLETE\)",
-                     summary)  # fmt: skip
+    assert re.search(
+        r"training backend batch: AWS Batch multi-node job on stack mlscale-cluster-\S+ \(now DELETE_COMPLETE\)",
+        summary,
+    )
     assert re.search(r"training job\s+\S+ \(job id [0-9a-f-]{36}\)", summary)
     assert re.search(r"nodes\s+2 \(1 attempt\(s\)", summary)
     assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.95
@@ -194,8 +236,13 @@ def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
 
 def test_the_demo_refuses_a_manual_gate_it_cannot_wait_for(tmp_path):
     env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_REPO": str(REPO)}
-    result = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", '{"gate_mode": "manual"}'], env=env,
-                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "mlscale.cli", "demo", '{"gate_mode": "manual"}'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2 and "gate_mode=manual needs a person and Airflow's scheduler" in result.stderr
     assert not (tmp_path / "emulator").exists()  # refused before anything started
 
@@ -217,12 +264,19 @@ def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparame
     from mlscale.emulator import control
     from mlscale.emulator.settings import EmulatorSettings
 
-    small = {"cache": True, "epochs": 1, "deploy_target": "none", "min_accuracy": 0.5, "champion_tolerance": 1,
-             "records_per_day": 1000}  # fmt: skip
+    small = {
+        "cache": True,
+        "epochs": 1,
+        "deploy_target": "none",
+        "min_accuracy": 0.5,
+        "champion_tolerance": 1,
+        "records_per_day": 1000,
+    }
     events = tmp_path / "openlineage.jsonl"  # the first run also reports its lineage (the file transport)
     transport = json.dumps({"type": "file", "log_file_path": str(events), "append": True})
-    first = run_demo(tmp_path, json.dumps({**small, "deploy_target": "both"}),
-                     env={"AIRFLOW__OPENLINEAGE__TRANSPORT": transport})  # fmt: skip
+    first = run_demo(
+        tmp_path, json.dumps({**small, "deploy_target": "both"}), env={"AIRFLOW__OPENLINEAGE__TRANSPORT": transport}
+    )
     first_run = re.search(r"DAG run\s+(\S+): success", first).group(1)
     check_lineage_graph(events)
     job = re.search(r"training job\s+(\S+)", first).group(1)
@@ -250,9 +304,15 @@ def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparame
     control.up(config)
     try:
         sagemaker = control.client(config, "sagemaker")
-        counts = {kind: len(sagemaker.get_paginator(f"list_{kind}_jobs").paginate().build_full_result()[key])
-                  for kind, key in (("training", "TrainingJobSummaries"), ("processing", "ProcessingJobSummaries"),
-                                    ("transform", "TransformJobSummaries"), ("compilation", "CompilationJobSummaries"))}  # fmt: skip
+        counts = {
+            kind: len(sagemaker.get_paginator(f"list_{kind}_jobs").paginate().build_full_result()[key])
+            for kind, key in (
+                ("training", "TrainingJobSummaries"),
+                ("processing", "ProcessingJobSummaries"),
+                ("transform", "TransformJobSummaries"),
+                ("compilation", "CompilationJobSummaries"),
+            )
+        }
     finally:
         control.down(config)
     assert counts == {"training": 2, "processing": 1, "transform": 2, "compilation": 1}
@@ -289,8 +349,9 @@ def check_lineage_graph(events_file) -> None:
     package = next(n for n in downstream if n[1].startswith("model-package/mlscale-digits/"))
     after_package = reachable(package)  # the compiled model and both deployments come from the registered package
     assert ("arn:aws:sagemaker:us-east-1:123456789012", "endpoint/mlscale-digits") in after_package
-    assert any(n[0] == "arn:aws:greengrass:us-east-1:123456789012" and n[1].startswith("deployments:")
-               for n in after_package)  # fmt: skip
+    assert any(
+        n[0] == "arn:aws:greengrass:us-east-1:123456789012" and n[1].startswith("deployments:") for n in after_package
+    )
     # the facets: the ETL output's schema, the training run's hyperparameters and metrics, the package's status
     etl_output = completes["etl"]["outputs"][0]
     assert [f["name"] for f in etl_output["facets"]["schema"]["fields"]] == ["record_id", "label", "pixels", "dt"]

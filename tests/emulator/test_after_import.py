@@ -35,12 +35,16 @@ def test_the_server_loads_moto_batch_and_cloudformation_only_when_used_and_patch
         from mlscale.emulator.server import install_services, shutdown_services
         install_services()
         shutdown_services()
-        print(sorted(m for m in ("moto.ec2.models", "moto.batch.models", "moto.cloudformation.models") if m in sys.modules))
+        heavy = ("moto.ec2.models", "moto.batch.models", "moto.cloudformation.models")
+        print(sorted(m for m in heavy if m in sys.modules))
         from moto.batch import models as batch
         from moto.cloudformation import models as cloudformation
         from moto.ssm import models as ssm
         print(batch.Job.describe.__module__, cloudformation.Stack.create_resources.__module__,
               ssm.ParameterDict._check_loading_status.__module__)
-    """)  # fmt: skip
+    """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True).stdout
-    assert out.splitlines() == ["[]", "mlscale.emulator.batch.service mlscale.emulator.cloudformation mlscale.emulator.ssm"]
+    assert out.splitlines() == [
+        "[]",
+        "mlscale.emulator.batch.service mlscale.emulator.cloudformation mlscale.emulator.ssm",
+    ]

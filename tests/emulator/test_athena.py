@@ -7,10 +7,9 @@ from datetime import date
 
 import pytest
 
-
+from mlscale.datasets.raw_digits import write_day
 
 pytestmark = pytest.mark.emulator
-from mlscale.datasets.raw_digits import write_day
 
 DAYS = [date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)]
 
@@ -23,22 +22,33 @@ def raw_table(emulator, clients):
     for day in DAYS:
         write_day(clients["s3"], "mlscale-test", "athena/raw", day, 1000)
     glue.create_database(DatabaseInput={"Name": "athena_test"})
-    glue.create_table(DatabaseName="athena_test", TableInput={
-        "Name": "raw_digits", "PartitionKeys": [{"Name": "dt", "Type": "string"}],
-        "StorageDescriptor": {
-            "Location": "s3://mlscale-test/athena/raw/",
-            "Columns": [{"Name": "record_id", "Type": "string"}, {"Name": "label", "Type": "bigint"},
-                        {"Name": "pixels", "Type": "binary"}],
-            "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
-            "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"}}})  # fmt: skip
+    glue.create_table(
+        DatabaseName="athena_test",
+        TableInput={
+            "Name": "raw_digits",
+            "PartitionKeys": [{"Name": "dt", "Type": "string"}],
+            "StorageDescriptor": {
+                "Location": "s3://mlscale-test/athena/raw/",
+                "Columns": [
+                    {"Name": "record_id", "Type": "string"},
+                    {"Name": "label", "Type": "bigint"},
+                    {"Name": "pixels", "Type": "binary"},
+                ],
+                "InputFormat": "org.apache.hadoop.hive.ql.io.parquet.MapredParquetInputFormat",
+                "SerdeInfo": {"SerializationLibrary": "org.apache.hadoop.hive.ql.io.parquet.serde.ParquetHiveSerDe"},
+            },
+        },
+    )
     return boto3.client("athena", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
 
 
 def run(athena, query: str) -> tuple[str, dict]:
     states = []
     execution_id = athena.start_query_execution(
-        QueryString=query, QueryExecutionContext={"Database": "athena_test"},
-        ResultConfiguration={"OutputLocation": "s3://mlscale-test/athena/results/"})["QueryExecutionId"]  # fmt: skip
+        QueryString=query,
+        QueryExecutionContext={"Database": "athena_test"},
+        ResultConfiguration={"OutputLocation": "s3://mlscale-test/athena/results/"},
+    )["QueryExecutionId"]
     while True:
         execution = athena.get_query_execution(QueryExecutionId=execution_id)["QueryExecution"]
         states.append(execution["Status"]["State"])
@@ -56,9 +66,12 @@ def rows(athena, execution_id: str, page: int = 1000) -> list[list[str | None]]:
 
 
 def test_select_over_partitions_with_athena_functions(raw_table, clients):
-    execution_id, execution = run(raw_table, "SELECT dt, count(*) AS n, approx_percentile(label, 0.5) AS median "
-                                             "FROM raw_digits WHERE dt BETWEEN '2026-11-01' AND '2026-11-02' "
-                                             "GROUP BY dt ORDER BY dt")  # fmt: skip
+    execution_id, execution = run(
+        raw_table,
+        "SELECT dt, count(*) AS n, approx_percentile(label, 0.5) AS median "
+        "FROM raw_digits WHERE dt BETWEEN '2026-11-01' AND '2026-11-02' "
+        "GROUP BY dt ORDER BY dt",
+    )
     assert execution["Status"]["State"] == "SUCCEEDED"
     assert execution["Statistics"]["DataScannedInBytes"] > 0
     result = rows(raw_table, execution_id)
@@ -86,11 +99,17 @@ def test_unload_writes_parquet_and_refuses_a_used_location(raw_table, clients):
 
     import pyarrow.parquet as pq
 
-    query = ("UNLOAD (SELECT record_id, label, pixels FROM raw_digits WHERE dt >= '2026-11-02') "
-             "TO 's3://mlscale-test/athena/etl/run-1/' WITH (format = 'PARQUET')")  # fmt: skip
+    query = (
+        "UNLOAD (SELECT record_id, label, pixels FROM raw_digits WHERE dt >= '2026-11-02') "
+        "TO 's3://mlscale-test/athena/etl/run-1/' WITH (format = 'PARQUET')"
+    )
     assert run(raw_table, query)[1]["Status"]["State"] == "SUCCEEDED"
-    keys = [o["Key"] for o in clients["s3"].list_objects_v2(Bucket="mlscale-test", Prefix="athena/etl/run-1/")["Contents"]]
-    tables = [pq.read_table(io.BytesIO(clients["s3"].get_object(Bucket="mlscale-test", Key=k)["Body"].read())) for k in keys]
+    keys = [
+        o["Key"] for o in clients["s3"].list_objects_v2(Bucket="mlscale-test", Prefix="athena/etl/run-1/")["Contents"]
+    ]
+    tables = [
+        pq.read_table(io.BytesIO(clients["s3"].get_object(Bucket="mlscale-test", Key=k)["Body"].read())) for k in keys
+    ]
     assert sum(t.num_rows for t in tables) == 2000 and tables[0].column_names == ["record_id", "label", "pixels"]
     again = run(raw_table, query)[1]["Status"]
     assert again["State"] == "FAILED" and again["StateChangeReason"].startswith("HIVE_PATH_ALREADY_EXISTS")
@@ -103,7 +122,7 @@ BAD_SQL = [
     ("SELEC label FROM raw_digits", "does not run SELEC statements"),
     ("SELECT label FROM raw_digits WHERE", "line 1"),
     ("UNLOAD (SELECT 1) TO 's3://mlscale-test/x/' WITH (format = 'ORC')", "UNLOAD format ORC is not supported"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("query, reason", BAD_SQL)
@@ -142,7 +161,8 @@ def test_batch_get_answers_many_queries_and_names_the_unknown_ones(raw_table):
     assert [q["QueryExecutionId"] for q in answer["QueryExecutions"]] == [first, second]
     assert all(q["Status"]["State"] == "SUCCEEDED" for q in answer["QueryExecutions"])
     assert [(u["QueryExecutionId"], u["ErrorCode"]) for u in answer["UnprocessedQueryExecutionIds"]] == [
-        (unknown, "InvalidRequestException")]
+        (unknown, "InvalidRequestException")
+    ]
     # the waits' batch read: an id the batch could not answer is asked alone, whose error code decides
     found = ATHENA_QUERY.describe_many(raw_table, [first, unknown, second])
     assert found[unknown] is None and found[first]["Status"]["State"] == "SUCCEEDED"

@@ -12,8 +12,10 @@ from tests.conftest import batch_cluster
 
 pytestmark = pytest.mark.emulator
 
-ENV_DUMP = ("import json, os; print('ENV ' + json.dumps({k: v for k, v in os.environ.items() "
-            "if k.startswith(('AWS_BATCH_', 'GREETING'))}))")  # fmt: skip
+ENV_DUMP = (
+    "import json, os; print('ENV ' + json.dumps({k: v for k, v in os.environ.items() "
+    "if k.startswith(('AWS_BATCH_', 'GREETING'))}))"
+)
 
 
 def wait_for(batch, job_id: str, statuses: tuple[str, ...], timeout: float = 60) -> dict:
@@ -40,14 +42,16 @@ def submit(cluster, command=None, num_nodes=None, **extra) -> str:
         overrides["nodePropertyOverrides"] = [{"targetNodes": "0:", "containerOverrides": {"command": command}}]
     if overrides:
         extra["nodeOverrides"] = overrides
-    return cluster["batch"].submit_job(jobName=f"job-{uuid.uuid4().hex[:8]}", jobQueue=cluster["queue"],
-                                       jobDefinition=cluster["definition"], **extra)["jobId"]  # fmt: skip
+    return cluster["batch"].submit_job(
+        jobName=f"job-{uuid.uuid4().hex[:8]}", jobQueue=cluster["queue"], jobDefinition=cluster["definition"], **extra
+    )["jobId"]
 
 
 def node_lines(cluster, job_id: str, index: int) -> list[str]:
     node = cluster["batch"].describe_jobs(jobs=[f"{job_id}#{index}"])["jobs"][0]
-    events = cluster["logs"].get_log_events(logGroupName="/aws/batch/job",
-                                            logStreamName=node["container"]["logStreamName"])["events"]  # fmt: skip
+    events = cluster["logs"].get_log_events(
+        logGroupName="/aws/batch/job", logStreamName=node["container"]["logStreamName"]
+    )["events"]
     return [event["message"] for event in events]
 
 
@@ -72,14 +76,19 @@ def test_each_node_runs_with_batchs_environment_and_logs_to_cloudwatch(cluster):
         assert env["GREETING"] == "from-the-definition"
     # the main node's address is given to the child nodes only
     assert "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS" not in seen[0]
-    assert seen[1]["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] == seen[2][
-        "AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] == "127.0.0.1"  # fmt: skip
+    assert (
+        seen[1]["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"]
+        == seen[2]["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"]
+        == "127.0.0.1"
+    )
     assert job["attempts"][0]["container"]["exitCode"] == 0
 
 
 def test_the_main_nodes_exit_code_decides_and_each_node_keeps_its_own(cluster):
-    failing_main = ("import os, sys; node = int(os.environ['AWS_BATCH_JOB_NODE_INDEX']); "
-                    "print('node', node, flush=True); sys.exit(3 if node == 0 else 0)")  # fmt: skip
+    failing_main = (
+        "import os, sys; node = int(os.environ['AWS_BATCH_JOB_NODE_INDEX']); "
+        "print('node', node, flush=True); sys.exit(3 if node == 0 else 0)"
+    )
     job = wait_for(cluster["batch"], submit(cluster, ["python", "-c", failing_main]), ("SUCCEEDED", "FAILED"))
     assert job["status"] == "FAILED" and job["statusReason"] == "Essential container in task exited"
     assert job["attempts"][0]["container"]["exitCode"] == 3
@@ -103,7 +112,11 @@ def test_a_job_stays_runnable_until_the_compute_environment_has_its_vcpus(cluste
     second = submit(cluster, ["python", "-c", "print('second ran')"])
     deadline = time.monotonic() + 3  # the second cannot start while the first holds the vCPUs
     while time.monotonic() < deadline:
-        assert cluster["batch"].describe_jobs(jobs=[second])["jobs"][0]["status"] in ("SUBMITTED", "PENDING", "RUNNABLE")
+        assert cluster["batch"].describe_jobs(jobs=[second])["jobs"][0]["status"] in (
+            "SUBMITTED",
+            "PENDING",
+            "RUNNABLE",
+        )
         time.sleep(0.2)
     release.touch()
     assert wait_for(cluster["batch"], second, ("SUCCEEDED", "FAILED"))["status"] == "SUCCEEDED"
@@ -134,12 +147,19 @@ def test_attempt_duration_and_retry_strategy(cluster):
     assert job["statusReason"] == "Job attempt duration exceeded timeout"
 
     exit_7 = ["python", "-c", "import sys; sys.exit(7)"]
-    retried = submit(cluster, exit_7, retryStrategy={"attempts": 3, "evaluateOnExit": [
-        {"onExitCode": "7", "action": "RETRY"}, {"onReason": "*", "action": "EXIT"}]})  # fmt: skip
+    retried = submit(
+        cluster,
+        exit_7,
+        retryStrategy={
+            "attempts": 3,
+            "evaluateOnExit": [{"onExitCode": "7", "action": "RETRY"}, {"onReason": "*", "action": "EXIT"}],
+        },
+    )
     job = wait_for(cluster["batch"], retried, ("FAILED", "SUCCEEDED"))
     assert [a["container"]["exitCode"] for a in job["attempts"]] == [7, 7, 7]
-    not_retried = submit(cluster, exit_7, retryStrategy={"attempts": 3, "evaluateOnExit": [
-        {"onExitCode": "7", "action": "EXIT"}]})  # fmt: skip
+    not_retried = submit(
+        cluster, exit_7, retryStrategy={"attempts": 3, "evaluateOnExit": [{"onExitCode": "7", "action": "EXIT"}]}
+    )
     job = wait_for(cluster["batch"], not_retried, ("FAILED", "SUCCEEDED"))
     assert len(job["attempts"]) == 1 and job["status"] == "FAILED"
 
@@ -147,21 +167,33 @@ def test_attempt_duration_and_retry_strategy(cluster):
 def test_state_changes_reach_an_sns_topic_through_an_eventbridge_rule(cluster):
     topic = cluster["sns"].create_topic(Name=f"{cluster['name']}-activity")["TopicArn"]
     queue_url = cluster["sqs"].create_queue(QueueName=f"{cluster['name']}-activity")["QueueUrl"]
-    queue_arn = cluster["sqs"].get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"]["QueueArn"]  # fmt: skip
-    cluster["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn,
-                             Attributes={"RawMessageDelivery": "true"})  # fmt: skip
+    queue_arn = cluster["sqs"].get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    cluster["sns"].subscribe(
+        TopicArn=topic, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"}
+    )
     rule = f"{cluster['name']}-states"
-    cluster["events"].put_rule(Name=rule, EventPattern=json.dumps({
-        "source": ["aws.batch"], "detail-type": ["Batch Job State Change"],
-        "detail": {"jobQueue": [cluster["queue"]]}}))  # fmt: skip
+    cluster["events"].put_rule(
+        Name=rule,
+        EventPattern=json.dumps(
+            {
+                "source": ["aws.batch"],
+                "detail-type": ["Batch Job State Change"],
+                "detail": {"jobQueue": [cluster["queue"]]},
+            }
+        ),
+    )
     cluster["events"].put_targets(Rule=rule, Targets=[{"Id": "activity", "Arn": topic}])
     job_id = submit(cluster, num_nodes=2)
     wait_for(cluster["batch"], job_id, ("SUCCEEDED", "FAILED"))
     statuses, deadline = [], time.monotonic() + 20
     while "SUCCEEDED" not in statuses and time.monotonic() < deadline:
-        for message in cluster["sqs"].receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
-                                                      WaitTimeSeconds=1).get("Messages", []):  # fmt: skip
+        for message in (
+            cluster["sqs"]
+            .receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1)
+            .get("Messages", [])
+        ):
             event = json.loads(message["Body"])
             assert event["source"] == "aws.batch" and event["detail-type"] == "Batch Job State Change"
             if event["detail"]["jobId"] == job_id:
@@ -179,11 +211,14 @@ def test_a_container_that_cannot_start_fails_the_job_with_the_reason(cluster):
 def test_bad_submissions_are_refused_with_the_rule(cluster):
     from botocore.exceptions import ClientError
 
-    for extra, rule in ((dict(nodeOverrides={"numNodes": 0}), "numNodes"),
-                        (dict(arrayProperties={"size": 2}), "array jobs"),
-                        (dict(retryStrategy={"attempts": 11}), "attempts")):  # fmt: skip
+    for extra, rule in (
+        (dict(nodeOverrides={"numNodes": 0}), "numNodes"),
+        (dict(arrayProperties={"size": 2}), "array jobs"),
+        (dict(retryStrategy={"attempts": 11}), "attempts"),
+    ):
         with pytest.raises(ClientError, match=rule):
-            cluster["batch"].submit_job(jobName="bad", jobQueue=cluster["queue"],
-                                        jobDefinition=cluster["definition"], **extra)  # fmt: skip
+            cluster["batch"].submit_job(
+                jobName="bad", jobQueue=cluster["queue"], jobDefinition=cluster["definition"], **extra
+            )
     with pytest.raises(ClientError, match="jobName must be"):  # `$` let a trailing newline through
         cluster["batch"].submit_job(jobName="bad\n", jobQueue=cluster["queue"], jobDefinition=cluster["definition"])

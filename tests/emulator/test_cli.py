@@ -33,8 +33,13 @@ def test_up_status_down_are_idempotent(tmp_path):
             arrivals = mlscale("emulator", "arrivals", env={**env, "AIRFLOW__MLSCALE__BUCKET": "cli-arrivals"})
             assert arrivals.returncode == 0, arrivals.stderr
         assert arrivals.stdout.strip().endswith("arn:aws:sqs:us-east-1:123456789012:mlscale-raw-arrivals")
-        s3 = boto3.client("s3", endpoint_url=status["endpoint_url"], region_name="us-east-1",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=status["endpoint_url"],
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
         (queue,) = s3.get_bucket_notification_configuration(Bucket="cli-arrivals")["QueueConfigurations"]
         (rule,) = queue["Filter"]["Key"]["FilterRules"]  # S3 answers "Prefix", moto "prefix"
         assert rule["Name"].lower() == "prefix" and rule["Value"] == "mlscale/raw/_arrivals/"
@@ -63,8 +68,15 @@ def test_down_returns_at_once_when_the_server_is_a_zombie_of_another_process(tmp
     import time
 
     env = {**os.environ, "MLSCALE_EMULATOR_PORT": str(free_port()), "MLSCALE_EMULATOR_HOME": str(tmp_path)}
-    parent = subprocess.Popen([sys.executable, "-c", "from mlscale.emulator import control, settings; import time; "
-                               "control.up(settings.EmulatorSettings.from_env()); time.sleep(600)"], env=env)  # fmt: skip
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from mlscale.emulator import control, settings; import time; "
+            "control.up(settings.EmulatorSettings.from_env()); time.sleep(600)",
+        ],
+        env=env,
+    )
     try:
         for _ in range(300):
             if mlscale("emulator", "status", env=env).returncode == 0:

@@ -20,17 +20,24 @@ def artifact(clients):
     model = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 10)).eval()
     buffer = io.BytesIO()
     torch.jit.save(torch.jit.trace(model, torch.rand(2, 64)), buffer)
-    clients["s3"].put_object(Bucket="mlscale-test", Key="neo/model.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()}))
+    clients["s3"].put_object(
+        Bucket="mlscale-test", Key="neo/model.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()})
+    )
     return model
 
 
 def compile_job(sm, name, shapes, framework="PYTORCH", target="ml_c5"):
     sm.create_compilation_job(
-        CompilationJobName=name, RoleArn="arn:aws:iam::123456789012:role/x",
-        InputConfig={"S3Uri": "s3://mlscale-test/neo/model.tar.gz", "DataInputConfig": json.dumps(shapes),
-                     "Framework": framework},
+        CompilationJobName=name,
+        RoleArn="arn:aws:iam::123456789012:role/x",
+        InputConfig={
+            "S3Uri": "s3://mlscale-test/neo/model.tar.gz",
+            "DataInputConfig": json.dumps(shapes),
+            "Framework": framework,
+        },
         OutputConfig={"S3OutputLocation": "s3://mlscale-test/neo/out/", "TargetDevice": target},
-        StoppingCondition={"MaxRuntimeInSeconds": 900})  # fmt: skip
+        StoppingCondition={"MaxRuntimeInSeconds": 900},
+    )
     for _ in range(300):
         job = sm.describe_compilation_job(CompilationJobName=name)
         if job["CompilationJobStatus"] not in ("INPROGRESS", "STARTING"):
@@ -74,19 +81,31 @@ def test_an_unsupported_framework_fails_with_the_reason(clients, artifact):
     assert job["CompilationJobStatus"] == "FAILED" and "Framework TFLITE is not emulated" in job["FailureReason"]
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"target_device": "ml_q9"}, "target_device: must be one of botocore's TargetDevice values"),
-    ({"target_device": None, "target_platform": {"Os": "LINUX", "Arch": "SPARC"}}, "target_platform.Arch: must be one of"),
-    ({"target_platform": {"Os": "LINUX", "Arch": "ARM64"}}, "target_device: give target_device or target_platform, not both"),
-    ({"framework": "CAFFE"}, "framework: must be one of"),
-    ({"input_shapes": {"input0": [1, -64]}}, "input_shapes['input0']: must be a list of positive integers"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"target_device": "ml_q9"}, "target_device: must be one of botocore's TargetDevice values"),
+        (
+            {"target_device": None, "target_platform": {"Os": "LINUX", "Arch": "SPARC"}},
+            "target_platform.Arch: must be one of",
+        ),
+        (
+            {"target_platform": {"Os": "LINUX", "Arch": "ARM64"}},
+            "target_device: give target_device or target_platform, not both",
+        ),
+        ({"framework": "CAFFE"}, "framework: must be one of"),
+        ({"input_shapes": {"input0": [1, -64]}}, "input_shapes['input0']: must be a list of positive integers"),
+    ],
+)
 def test_bad_compilation_specs(overrides, message):
     from mlscale.specs import CompilationSpec, SpecError
 
-    spec = CompilationSpec("s3://bkt/m/model.tar.gz", "arn:aws:iam::123456789012:role/x", "s3://bkt/out/",
-                           {"input0": [1, 64]})  # fmt: skip
+    spec = CompilationSpec(
+        "s3://bkt/m/model.tar.gz", "arn:aws:iam::123456789012:role/x", "s3://bkt/out/", {"input0": [1, 64]}
+    )
     for key, value in overrides.items():
         setattr(spec, key, value)
-    with pytest.raises(SpecError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        SpecError, match=message.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)")
+    ):
         spec.validate()

@@ -29,8 +29,9 @@ def test_reset_waits_for_a_busy_server_and_resets_through_it(busy_server, monkey
         def __exit__(self, *_):
             return False
 
-    monkeypatch.setattr(control.urllib.request, "urlopen", lambda request, timeout: posted.append(request.full_url)
-                        or Answer())  # fmt: skip
+    monkeypatch.setattr(
+        control.urllib.request, "urlopen", lambda request, timeout: posted.append(request.full_url) or Answer()
+    )
     assert control.reset(config) is True
     assert posted == ["http://127.0.0.1:1/moto-api/reset"] and len(probes) == 3
     assert (config.home / "state.pickle").exists()  # the server wipes what it holds; its files are its own

@@ -32,14 +32,16 @@ def test_a_host_is_routed_to_the_same_backend_twice():
 
 @pytest.mark.emulator
 def test_the_warm_up_creates_nothing(emulator, clients, monkeypatch):
-    from mlscale.emulator import settings
-
     import boto3
+
+    from mlscale.emulator import settings
 
     monkeypatch.setattr(settings, "_current", emulator)  # as in the server's process
     region = "ap-northeast-3"  # a region of its own: the session's other clients (the SDKs') work meanwhile
-    s3, logs, sagemaker = (boto3.client(service, endpoint_url=emulator.endpoint_url, region_name=region)
-                           for service in ("s3", "logs", "sagemaker"))  # fmt: skip
+    s3, logs, sagemaker = (
+        boto3.client(service, endpoint_url=emulator.endpoint_url, region_name=region)
+        for service in ("s3", "logs", "sagemaker")
+    )
     before = s3.list_buckets(BucketRegion=region)["Buckets"]
     assert warm_up.warm_up(region) is True
     assert s3.list_buckets(BucketRegion=region)["Buckets"] == before

@@ -19,8 +19,14 @@ from tests.conftest import REPO
 from tests.operators.test_training_operator import FakeTI
 
 TEMPLATE = REPO / "include" / "cloudformation" / "dl_cluster.yaml"
-CPU_CLUSTER = {"DataBucket": "mlscale-test", "InstanceType": "c5.xlarge", "NodeVcpus": "1", "NodeMemoryMiB": "1024",
-               "NodeGpus": "0", "MaxvCpus": "8"}  # fmt: skip
+CPU_CLUSTER = {
+    "DataBucket": "mlscale-test",
+    "InstanceType": "c5.xlarge",
+    "NodeVcpus": "1",
+    "NodeMemoryMiB": "1024",
+    "NodeGpus": "0",
+    "MaxvCpus": "8",
+}
 
 
 def test_cfn_lint_passes():
@@ -62,8 +68,12 @@ def test_the_stack_makes_a_cluster_that_trains_notifies_and_goes_away(emulator, 
 
     cfn, batch, sqs, sns = client("cloudformation"), client("batch"), client("sqs"), client("sns")
     name = f"dl-{uuid.uuid4().hex[:6]}"
-    cfn.create_stack(StackName=name, TemplateBody=TEMPLATE.read_text(), Capabilities=["CAPABILITY_IAM"],
-                     Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in CPU_CLUSTER.items()])  # fmt: skip
+    cfn.create_stack(
+        StackName=name,
+        TemplateBody=TEMPLATE.read_text(),
+        Capabilities=["CAPABILITY_IAM"],
+        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in CPU_CLUSTER.items()],
+    )
     cfn.get_waiter("stack_create_complete").wait(StackName=name, WaiterConfig={"Delay": 1, "MaxAttempts": 60})
     outputs = {o["OutputKey"]: o["OutputValue"] for o in cfn.describe_stacks(StackName=name)["Stacks"][0]["Outputs"]}
     assert {"JobQueueArn", "JobDefinitionArn", "ActivityTopicArn", "SharedFileSystemId"} <= set(outputs)
@@ -71,8 +81,11 @@ def test_the_stack_makes_a_cluster_that_trains_notifies_and_goes_away(emulator, 
 
     # what moto cannot create is named in the stack's events, not dropped in silence
     events = cfn.describe_stack_events(StackName=name)["StackEvents"]
-    skipped = {e["LogicalResourceId"]: e["ResourceStatusReason"] for e in events
-               if "does not model" in (e.get("ResourceStatusReason") or "")}  # fmt: skip
+    skipped = {
+        e["LogicalResourceId"]: e["ResourceStatusReason"]
+        for e in events
+        if "does not model" in (e.get("ResourceStatusReason") or "")
+    }
     assert {"ClusterPlacementGroup", "ActivityTopicPolicy"} <= set(skipped)
     assert "AWS::EC2::PlacementGroup" in skipped["ClusterPlacementGroup"]
 
@@ -82,12 +95,20 @@ def test_the_stack_makes_a_cluster_that_trains_notifies_and_goes_away(emulator, 
 
     queue_url = sqs.create_queue(QueueName=f"{name}-activity")["QueueUrl"]
     queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=outputs["ActivityTopicArn"], Protocol="sqs", Endpoint=queue_arn,
-                  Attributes={"RawMessageDelivery": "true"})  # fmt: skip
+    sns.subscribe(
+        TopicArn=outputs["ActivityTopicArn"],
+        Protocol="sqs",
+        Endpoint=queue_arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
 
-    spec = BatchTrainingSpec(job_queue=outputs["JobQueueArn"], job_definition=outputs["JobDefinitionArn"],
-                             command=["python", "-c", "import os; print('node', os.environ['AWS_BATCH_JOB_NODE_INDEX'])"],
-                             vcpus=1, memory_mib=1024)  # fmt: skip
+    spec = BatchTrainingSpec(
+        job_queue=outputs["JobQueueArn"],
+        job_definition=outputs["JobDefinitionArn"],
+        command=["python", "-c", "import os; print('node', os.environ['AWS_BATCH_JOB_NODE_INDEX'])"],
+        vcpus=1,
+        memory_mib=1024,
+    )
     operator = BatchMultiNodeTrainingOperator(task_id="on_the_stack", spec=spec, deferrable=False, poll_interval=0.3)
     result = operator.execute({"ti": FakeTI("on_the_stack", run_id=f"manual__{name}")})
     assert result["status"] == "SUCCEEDED" and result["node_count"] == 2
@@ -95,7 +116,8 @@ def test_the_stack_makes_a_cluster_that_trains_notifies_and_goes_away(emulator, 
     statuses, deadline = set(), time.monotonic() + 20
     while "SUCCEEDED" not in statuses and time.monotonic() < deadline:
         for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
-                "Messages", []):  # fmt: skip
+            "Messages", []
+        ):
             detail = json.loads(message["Body"])["detail"]
             if detail["jobId"] == result["job_id"]:
                 statuses.add(detail["status"])

@@ -25,12 +25,26 @@ def endpoint_api(emulator, clients):
         layer.weight.data = torch.tensor([[scale, scale]])
         buffer = io.BytesIO()
         torch.jit.save(torch.jit.script(layer), buffer)
-        clients["s3"].put_object(Bucket="mlscale-test", Key=f"bg/{name}.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()}))
-        sm.create_model(ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
-                        PrimaryContainer={"Image": "i", "ModelDataUrl": f"s3://mlscale-test/bg/{name}.tar.gz"})
-        sm.create_endpoint_config(EndpointConfigName=f"cfg-{name}", ProductionVariants=[{
-            "VariantName": "AllTraffic", "ModelName": name, "InitialInstanceCount": 2, "InstanceType": "ml.m5.large",
-            "InitialVariantWeight": 1.0}])  # fmt: skip
+        clients["s3"].put_object(
+            Bucket="mlscale-test", Key=f"bg/{name}.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()})
+        )
+        sm.create_model(
+            ModelName=name,
+            ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+            PrimaryContainer={"Image": "i", "ModelDataUrl": f"s3://mlscale-test/bg/{name}.tar.gz"},
+        )
+        sm.create_endpoint_config(
+            EndpointConfigName=f"cfg-{name}",
+            ProductionVariants=[
+                {
+                    "VariantName": "AllTraffic",
+                    "ModelName": name,
+                    "InitialInstanceCount": 2,
+                    "InstanceType": "ml.m5.large",
+                    "InitialVariantWeight": 1.0,
+                }
+            ],
+        )
     make = lambda service: boto3.client(service, endpoint_url=emulator.endpoint_url, region_name="us-east-1")  # noqa: E731
     return sm, make
 
@@ -55,7 +69,9 @@ class Client(threading.Thread):
     def run(self):
         while not self.stopped.is_set():
             try:
-                body = self.runtime.invoke_endpoint(EndpointName=self.name, Body="[[1,2]]", ContentType="application/json")
+                body = self.runtime.invoke_endpoint(
+                    EndpointName=self.name, Body="[[1,2]]", ContentType="application/json"
+                )
                 self.answers.add(json.loads(body["Body"].read())[0][0])
                 self.ok += 1
             except ClientError as error:
@@ -66,17 +82,32 @@ class Client(threading.Thread):
         self.join()
 
 
-DEPLOYMENT = {"BlueGreenUpdatePolicy": {"TrafficRoutingConfiguration": {
-    "Type": "CANARY", "WaitIntervalInSeconds": 2, "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 50}},
-    "TerminationWaitInSeconds": 1}, "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": "bg-errors"}]}}  # fmt: skip
+DEPLOYMENT = {
+    "BlueGreenUpdatePolicy": {
+        "TrafficRoutingConfiguration": {
+            "Type": "CANARY",
+            "WaitIntervalInSeconds": 2,
+            "CanarySize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+        },
+        "TerminationWaitInSeconds": 1,
+    },
+    "AutoRollbackConfiguration": {"Alarms": [{"AlarmName": "bg-errors"}]},
+}
 
 
 def test_blue_green_update_and_rollback_without_a_failed_invocation(endpoint_api):
     sm, make = endpoint_api
     cloudwatch = make("cloudwatch")
-    cloudwatch.put_metric_alarm(AlarmName="bg-errors", MetricName="Invocation5XXErrors", Namespace="AWS/SageMaker",
-                                Statistic="Sum", Period=60, EvaluationPeriods=1, Threshold=1,
-                                ComparisonOperator="GreaterThanThreshold")  # fmt: skip
+    cloudwatch.put_metric_alarm(
+        AlarmName="bg-errors",
+        MetricName="Invocation5XXErrors",
+        Namespace="AWS/SageMaker",
+        Statistic="Sum",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=1,
+        ComparisonOperator="GreaterThanThreshold",
+    )
     sm.create_endpoint(EndpointName="bg", EndpointConfigName="cfg-bg-v1")
     assert wait_while(sm, "bg", "Creating")["EndpointStatus"] == "InService"
     client = Client(make, "bg")
@@ -88,8 +119,17 @@ def test_blue_green_update_and_rollback_without_a_failed_invocation(endpoint_api
     assert client.answers >= {3.0, 30.0}  # the canary served both for a while
     client.answers.clear()
 
-    linear = {**DEPLOYMENT, "BlueGreenUpdatePolicy": {**DEPLOYMENT["BlueGreenUpdatePolicy"], "TrafficRoutingConfiguration": {
-        "Type": "LINEAR", "WaitIntervalInSeconds": 3, "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 50}}}}  # fmt: skip
+    linear = {
+        **DEPLOYMENT,
+        "BlueGreenUpdatePolicy": {
+            **DEPLOYMENT["BlueGreenUpdatePolicy"],
+            "TrafficRoutingConfiguration": {
+                "Type": "LINEAR",
+                "WaitIntervalInSeconds": 3,
+                "LinearStepSize": {"Type": "CAPACITY_PERCENT", "Value": 50},
+            },
+        },
+    }
     sm.update_endpoint(EndpointName="bg", EndpointConfigName="cfg-bg-v3", DeploymentConfig=linear)
     deadline = time.monotonic() + 60
     while 300.0 not in client.answers:  # green is taking its first step of traffic

@@ -16,8 +16,24 @@ import pytest
 
 pytestmark = pytest.mark.emulator
 
-SERVICES = ("sagemaker", "sagemaker-runtime", "s3", "athena", "glue", "fsx", "logs", "batch", "greengrassv2",
-            "iot", "events", "cloudwatch", "application-autoscaling", "cloudformation", "iam", "sts")  # fmt: skip
+SERVICES = (
+    "sagemaker",
+    "sagemaker-runtime",
+    "s3",
+    "athena",
+    "glue",
+    "fsx",
+    "logs",
+    "batch",
+    "greengrassv2",
+    "iot",
+    "events",
+    "cloudwatch",
+    "application-autoscaling",
+    "cloudformation",
+    "iam",
+    "sts",
+)
 REGION = "ap-southeast-2"  # placeholders land away from the region the other tests use
 PLACEHOLDER = "mlscale-probe"
 
@@ -37,7 +53,7 @@ def placeholder(shape, depth: int = 0):
         if shape.enum:
             return shape.enum[0]
         low, high = shape.metadata.get("min", 0), shape.metadata.get("max", 64)
-        return (PLACEHOLDER * 8)[:max(low, min(len(PLACEHOLDER), high))]
+        return (PLACEHOLDER * 8)[: max(low, min(len(PLACEHOLDER), high))]
     if kind in ("integer", "long"):
         return max(1, shape.metadata.get("min", 1))
     if kind in ("float", "double"):
@@ -45,7 +61,7 @@ def placeholder(shape, depth: int = 0):
     if kind == "boolean":
         return False
     if kind == "timestamp":
-        return datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+        return datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC)
     return b"x"  # blob
 
 
@@ -54,16 +70,22 @@ def answers(emulator, service: str) -> dict[str, tuple[int, str, bytes]]:
     import boto3
     from botocore.config import Config
 
-    client = boto3.client(service, endpoint_url=emulator.endpoint_url, region_name=REGION,
-                          config=Config(parameter_validation=False, retries={"mode": "standard", "max_attempts": 1},
-                                        read_timeout=60))  # fmt: skip
+    client = boto3.client(
+        service,
+        endpoint_url=emulator.endpoint_url,
+        region_name=REGION,
+        config=Config(parameter_validation=False, retries={"mode": "standard", "max_attempts": 1}, read_timeout=60),
+    )
     seen: dict[str, tuple[int, str, bytes]] = {}
 
     def keep(operation_model, response_dict, **_):
         body = response_dict["body"]
         raw = body if isinstance(body, bytes) else b"(a stream)"
-        seen[operation_model.name] = (response_dict["status_code"], response_dict["headers"].get("Content-Type", ""),
-                                      raw[:300])  # fmt: skip
+        seen[operation_model.name] = (
+            response_dict["status_code"],
+            response_dict["headers"].get("Content-Type", ""),
+            raw[:300],
+        )
 
     client.meta.events.register("before-parse", keep)
     model = client.meta.service_model
@@ -98,8 +120,11 @@ def test_no_operation_answers_html(emulator, service):
     unshaped = {name: status for name, (status, kind, body) in seen.items() if status >= 500 and not body.strip()}
     assert not unshaped, unshaped
     lacking = {name: body for name, (status, _, body) in seen.items() if status == 501}
-    unnamed = {name: body for name, body in lacking.items() if b"NotImplemented" not in body
-               or (name.encode() not in body and b" /" not in body)}  # a REST operation is named by its path
+    unnamed = {
+        name: body
+        for name, body in lacking.items()
+        if b"NotImplemented" not in body or (name.encode() not in body and b" /" not in body)
+    }  # a REST operation is named by its path
     assert not unnamed, unnamed
 
 

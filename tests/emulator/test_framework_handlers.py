@@ -39,16 +39,25 @@ def svc(clients):
     model = SVC(gamma=0.001).fit(digits.data[:1500], digits.target[:1500])
     buffer = io.BytesIO()
     joblib.dump(model, buffer)
-    clients["s3"].put_object(Bucket="mlscale-test", Key="sk/model.tar.gz",
-                             Body=model_tar({"model.joblib": buffer.getvalue(), "code/inference.py": INFERENCE}))  # fmt: skip
+    clients["s3"].put_object(
+        Bucket="mlscale-test",
+        Key="sk/model.tar.gz",
+        Body=model_tar({"model.joblib": buffer.getvalue(), "code/inference.py": INFERENCE}),
+    )
     features = digits.data[1500:1600]
     text = io.StringIO()
     np.savetxt(text, features, delimiter=",", fmt="%g")
     clients["s3"].put_object(Bucket="mlscale-test", Key="sk-in/features.csv", Body=text.getvalue().encode())
     for name, image in (("sk-svc", SKLEARN_IMAGE), ("sk-as-pytorch", "pytorch-inference:2")):
-        clients["sagemaker"].create_model(ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
-                                          PrimaryContainer={"Image": image, "ModelDataUrl": "s3://mlscale-test/sk/model.tar.gz",
-                                                            "Environment": {"SAGEMAKER_PROGRAM": "inference.py"}})  # fmt: skip
+        clients["sagemaker"].create_model(
+            ModelName=name,
+            ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+            PrimaryContainer={
+                "Image": image,
+                "ModelDataUrl": "s3://mlscale-test/sk/model.tar.gz",
+                "Environment": {"SAGEMAKER_PROGRAM": "inference.py"},
+            },
+        )
     return model.predict(features)
 
 
@@ -90,14 +99,22 @@ def booster(clients):
     text = io.StringIO()
     np.savetxt(text, features, delimiter=",", fmt="%g")
     clients["s3"].put_object(Bucket="mlscale-test", Key="xgb-in/features.csv", Body=text.getvalue().encode())
-    archives = {"xgb-script": {"xgboost-model": bytes(raw), "code/inference.py": XGBOOST_INFERENCE},
-                "xgb-builtin": {"xgboost-model": bytes(raw)}}  # the built-in algorithm's artifact: no script
+    archives = {
+        "xgb-script": {"xgboost-model": bytes(raw), "code/inference.py": XGBOOST_INFERENCE},
+        "xgb-builtin": {"xgboost-model": bytes(raw)},
+    }  # the built-in algorithm's artifact: no script
     for name, files in archives.items():
         clients["s3"].put_object(Bucket="mlscale-test", Key=f"xgb/{name}.tar.gz", Body=model_tar(files))
         environment = {"SAGEMAKER_PROGRAM": "inference.py"} if "code/inference.py" in files else {}
-        clients["sagemaker"].create_model(ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
-                                          PrimaryContainer={"Image": XGBOOST_IMAGE, "Environment": environment,
-                                                            "ModelDataUrl": f"s3://mlscale-test/xgb/{name}.tar.gz"})  # fmt: skip
+        clients["sagemaker"].create_model(
+            ModelName=name,
+            ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+            PrimaryContainer={
+                "Image": XGBOOST_IMAGE,
+                "Environment": environment,
+                "ModelDataUrl": f"s3://mlscale-test/xgb/{name}.tar.gz",
+            },
+        )
     return model.predict(xgboost.DMatrix(features))
 
 
@@ -140,19 +157,36 @@ def test_an_endpoint_runs_the_inference_script_the_sdk_uploads_as_its_submit_dir
     script = INFERENCE.decode() + "\ndef predict_fn(data, model):\n    return model.predict(data) + 100\n"
     sourcedir = upload_source(clients["s3"], {"serve.py": script}, "sk-sdk/sourcedir.tar.gz")
     sm = clients["sagemaker"]
-    sm.create_model(ModelName="sk-sdk", ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
-                    PrimaryContainer={"Image": SKLEARN_IMAGE, "ModelDataUrl": "s3://mlscale-test/sk-sdk/model.tar.gz",
-                                      "Environment": {"SAGEMAKER_PROGRAM": "serve.py",
-                                                      "SAGEMAKER_SUBMIT_DIRECTORY": sourcedir}})  # fmt: skip
-    sm.create_endpoint_config(EndpointConfigName="sk-sdk", ProductionVariants=[{
-        "VariantName": "AllTraffic", "ModelName": "sk-sdk", "InitialInstanceCount": 1, "InstanceType": "ml.m5.large"}])  # fmt: skip
+    sm.create_model(
+        ModelName="sk-sdk",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+        PrimaryContainer={
+            "Image": SKLEARN_IMAGE,
+            "ModelDataUrl": "s3://mlscale-test/sk-sdk/model.tar.gz",
+            "Environment": {"SAGEMAKER_PROGRAM": "serve.py", "SAGEMAKER_SUBMIT_DIRECTORY": sourcedir},
+        },
+    )
+    sm.create_endpoint_config(
+        EndpointConfigName="sk-sdk",
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": "sk-sdk",
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
     sm.create_endpoint(EndpointName="sk-sdk", EndpointConfigName="sk-sdk")
     sm.get_waiter("endpoint_in_service").wait(EndpointName="sk-sdk", WaiterConfig={"Delay": 1, "MaxAttempts": 120})
     try:
         runtime = boto3.client("sagemaker-runtime", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
         answer = runtime.invoke_endpoint(
-            EndpointName="sk-sdk", ContentType="application/json", Accept="application/json",
-            Body=json.dumps(load_digits().data[1500:1503].tolist()))  # fmt: skip
+            EndpointName="sk-sdk",
+            ContentType="application/json",
+            Accept="application/json",
+            Body=json.dumps(load_digits().data[1500:1503].tolist()),
+        )
         assert np.ravel(json.loads(answer["Body"].read())).tolist() == (svc[:3] + 100).tolist()  # the script's
     finally:
         sm.delete_endpoint(EndpointName="sk-sdk")

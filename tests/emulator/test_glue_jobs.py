@@ -24,10 +24,17 @@ def glue(emulator, clients):
 
     clients["s3"].put_object(Bucket="mlscale-test", Key="glue/scripts/job.py", Body=SCRIPT.encode())
     client = boto3.client("glue", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
-    client.create_job(Name="prepare", Role="arn:aws:iam::123456789012:role/glue",
-                      Command={"Name": "pythonshell", "ScriptLocation": "s3://mlscale-test/glue/scripts/job.py",
-                               "PythonVersion": "3.9"},
-                      DefaultArguments={"--day": "2026-11-01"}, ExecutionProperty={"MaxConcurrentRuns": 3})  # fmt: skip
+    client.create_job(
+        Name="prepare",
+        Role="arn:aws:iam::123456789012:role/glue",
+        Command={
+            "Name": "pythonshell",
+            "ScriptLocation": "s3://mlscale-test/glue/scripts/job.py",
+            "PythonVersion": "3.9",
+        },
+        DefaultArguments={"--day": "2026-11-01"},
+        ExecutionProperty={"MaxConcurrentRuns": 3},
+    )
     return client
 
 

@@ -35,22 +35,40 @@ def fleet(emulator, clients):
 
 
 def recipe(version: str, run: str | None = None) -> bytes:
-    run = run or ("python3 {artifacts:decompressedPath}/app/inference_app.py --model {artifacts:path}/model-ml_c5.tar.gz "
-                  "--sample '{configuration:/sample}'")  # fmt: skip
-    return json.dumps({
-        "RecipeFormatVersion": "2020-01-25", "ComponentName": "com.test.Digits", "ComponentVersion": version,
-        "ComponentConfiguration": {"DefaultConfiguration": {"sample": [[0.5] * 64]}},
-        "Manifests": [{"Platform": {"os": "linux", "architecture": "/amd64|aarch64/"},
-                       "Artifacts": [{"URI": "s3://mlscale-test/gg/model-ml_c5.tar.gz"},
-                                     {"URI": "s3://mlscale-test/gg/app.zip", "Unarchive": "ZIP"}],
-                       "Lifecycle": {"Run": run}}]}).encode()  # fmt: skip
+    run = run or (
+        "python3 {artifacts:decompressedPath}/app/inference_app.py --model {artifacts:path}/model-ml_c5.tar.gz "
+        "--sample '{configuration:/sample}'"
+    )
+    return json.dumps(
+        {
+            "RecipeFormatVersion": "2020-01-25",
+            "ComponentName": "com.test.Digits",
+            "ComponentVersion": version,
+            "ComponentConfiguration": {"DefaultConfiguration": {"sample": [[0.5] * 64]}},
+            "Manifests": [
+                {
+                    "Platform": {"os": "linux", "architecture": "/amd64|aarch64/"},
+                    "Artifacts": [
+                        {"URI": "s3://mlscale-test/gg/model-ml_c5.tar.gz"},
+                        {"URI": "s3://mlscale-test/gg/app.zip", "Unarchive": "ZIP"},
+                    ],
+                    "Lifecycle": {"Run": run},
+                }
+            ],
+        }
+    ).encode()
 
 
 def deploy(gg, iot, group, version, token=None, **extra):
     arn = iot.describe_thing_group(thingGroupName=group)["thingGroupArn"]
     kwargs = {"clientToken": token} if token else {}
-    deployment = gg.create_deployment(targetArn=arn, deploymentName=f"{group}-{version}",
-                                      components={"com.test.Digits": {"componentVersion": version}}, **kwargs, **extra)
+    deployment = gg.create_deployment(
+        targetArn=arn,
+        deploymentName=f"{group}-{version}",
+        components={"com.test.Digits": {"componentVersion": version}},
+        **kwargs,
+        **extra,
+    )
     for _ in range(300):
         status = gg.get_deployment(deploymentId=deployment["deploymentId"])["deploymentStatus"]
         if status != "ACTIVE":
@@ -85,11 +103,15 @@ def test_every_device_installs_runs_and_answers(fleet, clients):
     assert status == "COMPLETED"
     for thing in ("gg-fleet-device-1", "gg-fleet-device-2"):
         assert device_status(gg, thing, deployment_id)["coreDeviceExecutionStatus"] == "SUCCEEDED"
-        events = clients["logs"].filter_log_events(logGroupName="/aws/greengrass/UserComponent/us-east-1/com.test.Digits",
-                                                   logStreamNames=[thing])["events"]  # fmt: skip
+        events = clients["logs"].filter_log_events(
+            logGroupName="/aws/greengrass/UserComponent/us-east-1/com.test.Digits", logStreamNames=[thing]
+        )["events"]
         assert any(f"thing={thing} answer=" in e["message"] for e in events)
-    again = gg.create_deployment(targetArn=iot.describe_thing_group(thingGroupName="gg-fleet")["thingGroupArn"],
-                                 components={"com.test.Digits": {"componentVersion": "1.0.0"}}, clientToken="first")
+    again = gg.create_deployment(
+        targetArn=iot.describe_thing_group(thingGroupName="gg-fleet")["thingGroupArn"],
+        components={"com.test.Digits": {"componentVersion": "1.0.0"}},
+        clientToken="first",
+    )
     assert again["deploymentId"] == deployment_id  # idempotent on the client token
 
 
@@ -108,13 +130,20 @@ def test_abort_criteria_cancel_the_rest_of_the_fleet(fleet):
     gg, iot = fleet
     gg.create_component_version(inlineRecipe=recipe("2.0.0", run="exit 3"))
     # two devices a minute: the first fails before the second is reached
-    abort = {"abortConfig": {"criteriaList": [{"failureType": "FAILED", "action": "CANCEL", "thresholdPercentage": 50,
-                                               "minNumberOfExecutedThings": 1}]},
-             "jobExecutionsRolloutConfig": {"maximumPerMinute": 2}}  # fmt: skip
+    abort = {
+        "abortConfig": {
+            "criteriaList": [
+                {"failureType": "FAILED", "action": "CANCEL", "thresholdPercentage": 50, "minNumberOfExecutedThings": 1}
+            ]
+        },
+        "jobExecutionsRolloutConfig": {"maximumPerMinute": 2},
+    }
     deployment_id, status = deploy(gg, iot, "gg-fleet", "2.0.0", iotJobConfiguration=abort)
     assert status == "CANCELED"
-    statuses = sorted(device_status(gg, t, deployment_id)["coreDeviceExecutionStatus"]
-                      for t in ("gg-fleet-device-1", "gg-fleet-device-2"))  # fmt: skip
+    statuses = sorted(
+        device_status(gg, t, deployment_id)["coreDeviceExecutionStatus"]
+        for t in ("gg-fleet-device-1", "gg-fleet-device-2")
+    )
     assert statuses == ["CANCELED", "FAILED"]
 
 
@@ -124,13 +153,16 @@ def test_a_fleet_installs_at_once_at_the_default_rollout_rate(fleet, tmp_path):
     go = tmp_path / "go"
     gg.create_component_version(inlineRecipe=recipe("3.0.0", run=f"while [ ! -e {go} ]; do sleep 0.05; done"))
     arn = iot.describe_thing_group(thingGroupName="gg-fleet")["thingGroupArn"]
-    deployment_id = gg.create_deployment(targetArn=arn, deploymentName="gg-fleet-3.0.0",
-                                         components={"com.test.Digits": {"componentVersion": "3.0.0"}})["deploymentId"]
+    deployment_id = gg.create_deployment(
+        targetArn=arn, deploymentName="gg-fleet-3.0.0", components={"com.test.Digits": {"componentVersion": "3.0.0"}}
+    )["deploymentId"]
     things = ("gg-fleet-device-1", "gg-fleet-device-2")
+
     def installing(thing):
         entries = gg.list_effective_deployments(coreDeviceThingName=thing)["effectiveDeployments"]
-        return any(e["deploymentId"] == deployment_id and e["coreDeviceExecutionStatus"] == "IN_PROGRESS"
-                   for e in entries)  # fmt: skip
+        return any(
+            e["deploymentId"] == deployment_id and e["coreDeviceExecutionStatus"] == "IN_PROGRESS" for e in entries
+        )
 
     for _ in range(300):  # each device's Run waits for the file: both installing means they run at once
         if all(installing(t) for t in things):

@@ -14,8 +14,11 @@ import pytest
 from tests.conftest import free_port, training_request, upload_source, wait_for_job
 
 pytestmark = pytest.mark.emulator
-SECRETS = {"AIRFLOW_CONN_PROBE": "aws://AKIAPROBE:conn-secret-4711@/?region_name=eu-west-1",
-           "AWS_SECRET_ACCESS_KEY": "aws-secret-4711", "AWS_SESSION_TOKEN": "token-4711"}  # fmt: skip
+SECRETS = {
+    "AIRFLOW_CONN_PROBE": "aws://AKIAPROBE:conn-secret-4711@/?region_name=eu-west-1",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret-4711",
+    "AWS_SESSION_TOKEN": "token-4711",
+}
 
 SCRIPT = """
 import os, time, torch.distributed as dist
@@ -49,14 +52,22 @@ def test_a_distributed_job_sees_no_secret_and_listens_only_on_loopback(emulator_
     config, server_pid = emulator_with_secrets
 
     def client(service):
-        return boto3.client(service, endpoint_url=config.endpoint_url, region_name="us-east-1",
-                            aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+        return boto3.client(
+            service,
+            endpoint_url=config.endpoint_url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
 
     s3, sagemaker = client("s3"), client("sagemaker")
     s3.create_bucket(Bucket="mlscale-test")
     source = upload_source(s3, {"train.py": SCRIPT}, "code/isolation/sourcedir.tar.gz")
-    sagemaker.create_training_job(**training_request("isolated", source, instance_count=2, distributed=True,
-                                                     hyperparameters={"ready_dir": str(tmp_path)}))  # fmt: skip
+    sagemaker.create_training_job(
+        **training_request(
+            "isolated", source, instance_count=2, distributed=True, hyperparameters={"ready_dir": str(tmp_path)}
+        )
+    )
     deadline = time.monotonic() + 120
     while not all((tmp_path / f"ready-{rank}").exists() for rank in (0, 1)):
         assert time.monotonic() < deadline, wait_for_job(sagemaker, "isolated", timeout=1)

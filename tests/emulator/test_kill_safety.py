@@ -86,13 +86,20 @@ def test_the_next_mlscale_airflow_ends_what_a_killed_one_left(tmp_path, capsys):
 
 def test_a_component_dies_with_the_stack_that_started_it(tmp_path):
     """PR_SET_PDEATHSIG: SIGKILL of `mlscale airflow` reaches its components at once."""
-    parent = subprocess.Popen([sys.executable, "-c", (
-        "import subprocess, sys, time\n"
-        "from mlscale.emulator import sessions\n"
-        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True,"
-        " preexec_fn=sessions.dies_with_parent())\n"
-        f"open({str(tmp_path / 'child')!r}, 'w').write(str(child.pid))\n"
-        "time.sleep(600)\n")])  # fmt: skip
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import subprocess, sys, time\n"
+                "from mlscale.emulator import sessions\n"
+                "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'],"
+                " start_new_session=True, preexec_fn=sessions.dies_with_parent())\n"
+                f"open({str(tmp_path / 'child')!r}, 'w').write(str(child.pid))\n"
+                "time.sleep(600)\n"
+            ),
+        ]
+    )
     wait_until(lambda: (tmp_path / "child").exists() and (tmp_path / "child").read_text(), what="the child")
     child = int((tmp_path / "child").read_text())
     parent.kill()

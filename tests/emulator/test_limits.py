@@ -32,23 +32,30 @@ def test_rates_by_operation_family_and_service_and_the_setting(monkeypatch):
     assert limits.configured() is None
 
 
-@pytest.mark.parametrize(("service", "status", "code", "shape"), [
-    ("athena", 400, "TooManyRequestsException", b'"__type": "TooManyRequestsException"'),
-    ("batch", 429, "TooManyRequestsException", b'"__type": "TooManyRequestsException"'),
-    ("s3", 503, "SlowDown", b"<Code>SlowDown</Code>"),
-    ("sagemaker", 400, "ThrottlingException", b'"__type": "ThrottlingException"'),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("service", "status", "code", "shape"),
+    [
+        ("athena", 400, "TooManyRequestsException", b'"__type": "TooManyRequestsException"'),
+        ("batch", 429, "TooManyRequestsException", b'"__type": "TooManyRequestsException"'),
+        ("s3", 503, "SlowDown", b"<Code>SlowDown</Code>"),
+        ("sagemaker", 400, "ThrottlingException", b'"__type": "ThrottlingException"'),
+    ],
+)
 def test_a_throttled_request_gets_the_services_own_error(service, status, code, shape):
     from mlscale.emulator.guard import error_response
 
     calls = []
-    throttle = limits.Throttle(lambda environ, start: calls.append(1) or [b"ok"], {f"{service}:*": (1, 1),
-                               "s3:read": (1, 1)}, error_response)  # fmt: skip
-    environ = {"REQUEST_METHOD": "GET" if service == "s3" else "POST", "PATH_INFO": "/bucket/key",
-               "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential=AKID/20261207/us-east-1/{service}/aws4_request, "
-                                     "SignedHeaders=host, Signature=x",
-               **({} if service == "s3" else {"CONTENT_TYPE": "application/json"}),  # Batch: restJson1
-               **({} if service in ("s3", "batch") else {"HTTP_X_AMZ_TARGET": "Service.Operation"})}  # fmt: skip
+    throttle = limits.Throttle(
+        lambda environ, start: calls.append(1) or [b"ok"], {f"{service}:*": (1, 1), "s3:read": (1, 1)}, error_response
+    )
+    environ = {
+        "REQUEST_METHOD": "GET" if service == "s3" else "POST",
+        "PATH_INFO": "/bucket/key",
+        "HTTP_AUTHORIZATION": f"AWS4-HMAC-SHA256 Credential=AKID/20261207/us-east-1/{service}/aws4_request, "
+        "SignedHeaders=host, Signature=x",
+        **({} if service == "s3" else {"CONTENT_TYPE": "application/json"}),  # Batch: restJson1
+        **({} if service in ("s3", "batch") else {"HTTP_X_AMZ_TARGET": "Service.Operation"}),
+    }
     seen = {}
 
     def start(status_line, headers, exc_info=None):
@@ -64,8 +71,9 @@ def test_a_throttled_request_gets_the_services_own_error(service, status, code, 
 @pytest.mark.emulator
 def test_the_emulator_throttles_logs_reads_and_botocore_retries_land_them(emulator):
     def client(retries: dict):
-        return boto3.client("logs", endpoint_url=emulator.endpoint_url, region_name="eu-west-3",
-                            config=Config(retries=retries))  # fmt: skip
+        return boto3.client(
+            "logs", endpoint_url=emulator.endpoint_url, region_name="eu-west-3", config=Config(retries=retries)
+        )
 
     logs = client({"total_max_attempts": 1})
     logs.create_log_group(logGroupName="/limits/probe")

@@ -28,21 +28,51 @@ def start(clients, name, args=(), instances=1, distribution="FullyReplicated", m
     for i in range(4):
         s3.put_object(Bucket="mlscale-test", Key=f"proc/{name}/data/part-{i}.txt", Body=b"x")
     clients["sagemaker"].create_processing_job(
-        ProcessingJobName=name, RoleArn="arn:aws:iam::123456789012:role/x",
-        AppSpecification={"ImageUri": "image:1", "ContainerEntrypoint": ["python3", "/opt/ml/processing/input/code/job.py"],
-                          "ContainerArguments": list(args) or ["--x", "1"]},
+        ProcessingJobName=name,
+        RoleArn="arn:aws:iam::123456789012:role/x",
+        AppSpecification={
+            "ImageUri": "image:1",
+            "ContainerEntrypoint": ["python3", "/opt/ml/processing/input/code/job.py"],
+            "ContainerArguments": list(args) or ["--x", "1"],
+        },
         ProcessingInputs=[
-            {"InputName": "code", "S3Input": {"S3Uri": f"s3://mlscale-test/proc/{name}/code/job.py",
-             "LocalPath": "/opt/ml/processing/input/code", "S3DataType": "S3Prefix", "S3InputMode": "File"}},
-            {"InputName": "data", "S3Input": {"S3Uri": f"s3://mlscale-test/proc/{name}/data/",
-             "LocalPath": "/opt/ml/processing/input/data", "S3DataType": "S3Prefix", "S3InputMode": "File",
-             "S3DataDistributionType": distribution}}],
-        ProcessingOutputConfig={"Outputs": [{"OutputName": "result", "S3Output": {
-            "S3Uri": f"s3://mlscale-test/proc/{name}/out/", "LocalPath": "/opt/ml/processing/output/result",
-            "S3UploadMode": "EndOfJob"}}]},
-        ProcessingResources={"ClusterConfig": {"InstanceCount": instances, "InstanceType": "ml.m5.xlarge",
-                                               "VolumeSizeInGB": 10}},
-        StoppingCondition={"MaxRuntimeInSeconds": max_runtime})  # fmt: skip
+            {
+                "InputName": "code",
+                "S3Input": {
+                    "S3Uri": f"s3://mlscale-test/proc/{name}/code/job.py",
+                    "LocalPath": "/opt/ml/processing/input/code",
+                    "S3DataType": "S3Prefix",
+                    "S3InputMode": "File",
+                },
+            },
+            {
+                "InputName": "data",
+                "S3Input": {
+                    "S3Uri": f"s3://mlscale-test/proc/{name}/data/",
+                    "LocalPath": "/opt/ml/processing/input/data",
+                    "S3DataType": "S3Prefix",
+                    "S3InputMode": "File",
+                    "S3DataDistributionType": distribution,
+                },
+            },
+        ],
+        ProcessingOutputConfig={
+            "Outputs": [
+                {
+                    "OutputName": "result",
+                    "S3Output": {
+                        "S3Uri": f"s3://mlscale-test/proc/{name}/out/",
+                        "LocalPath": "/opt/ml/processing/output/result",
+                        "S3UploadMode": "EndOfJob",
+                    },
+                }
+            ]
+        },
+        ProcessingResources={
+            "ClusterConfig": {"InstanceCount": instances, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 10}
+        },
+        StoppingCondition={"MaxRuntimeInSeconds": max_runtime},
+    )
 
 
 def wait(sagemaker, name, timeout=60):
@@ -64,7 +94,10 @@ def outputs(s3, name):
 
 def test_sharded_input_on_two_instances(clients):
     start(clients, "proc-sharded", instances=2, distribution="ShardedByS3Key")
-    assert clients["sagemaker"].describe_processing_job(ProcessingJobName="proc-sharded")["ProcessingJobStatus"] == "InProgress"
+    assert (
+        clients["sagemaker"].describe_processing_job(ProcessingJobName="proc-sharded")["ProcessingJobStatus"]
+        == "InProgress"
+    )
     job = wait(clients["sagemaker"], "proc-sharded")
     assert job["ProcessingJobStatus"] == "Completed", job.get("FailureReason")
     assert job["ExitMessage"] == "processed 2"

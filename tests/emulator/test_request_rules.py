@@ -16,8 +16,12 @@ def raw_sagemaker(emulator):
     """A client that sends what it is given, as a hand-written request or another SDK would."""
     import boto3
 
-    return boto3.client("sagemaker", endpoint_url=emulator.endpoint_url, region_name="us-east-1",
-                        config=botocore.config.Config(parameter_validation=False))  # fmt: skip
+    return boto3.client(
+        "sagemaker",
+        endpoint_url=emulator.endpoint_url,
+        region_name="us-east-1",
+        config=botocore.config.Config(parameter_validation=False),
+    )
 
 
 def refused(call, **request) -> str:
@@ -48,24 +52,34 @@ def test_channel_names_and_instance_counts(clients, raw_sagemaker):
 
 def test_a_processing_local_path_may_not_leave_the_processing_root(raw_sagemaker):
     request = {
-        "ProcessingJobName": "escaping-path", "RoleArn": "arn:aws:iam::123456789012:role/r",
+        "ProcessingJobName": "escaping-path",
+        "RoleArn": "arn:aws:iam::123456789012:role/r",
         "AppSpecification": {"ImageUri": "image:1"},
-        "ProcessingResources": {"ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge",
-                                                  "VolumeSizeInGB": 1}},
-        "ProcessingInputs": [{"InputName": "data", "S3Input": {"S3Uri": "s3://mlscale-test/data/",
-                                                               "LocalPath": "/opt/ml/processing/../../../tmp/x",
-                                                               "S3DataType": "S3Prefix", "S3InputMode": "File"}}],
+        "ProcessingResources": {
+            "ClusterConfig": {"InstanceCount": 1, "InstanceType": "ml.m5.xlarge", "VolumeSizeInGB": 1}
+        },
+        "ProcessingInputs": [
+            {
+                "InputName": "data",
+                "S3Input": {
+                    "S3Uri": "s3://mlscale-test/data/",
+                    "LocalPath": "/opt/ml/processing/../../../tmp/x",
+                    "S3DataType": "S3Prefix",
+                    "S3InputMode": "File",
+                },
+            }
+        ],
         "StoppingCondition": {"MaxRuntimeInSeconds": 60},
-    }  # fmt: skip
+    }
     assert "localPath" in refused(raw_sagemaker.create_processing_job, **request)
 
 
 def test_an_object_key_that_leaves_its_channel_fails_the_job_and_writes_nothing(emulator, clients):
-    clients["s3"].put_object(Bucket="mlscale-test", Key="escape/chan/../../../../../../tmp/mlscale-escape",
-                             Body=b"x")  # fmt: skip
+    clients["s3"].put_object(Bucket="mlscale-test", Key="escape/chan/../../../../../../tmp/mlscale-escape", Body=b"x")
     source = upload_source(clients["s3"], {"train.py": "print(1)"}, "code/rules/sourcedir.tar.gz")
-    clients["sagemaker"].create_training_job(**training_request("key-escape", source,
-                                                                channels={"train": "s3://mlscale-test/escape/chan/"}))
+    clients["sagemaker"].create_training_job(
+        **training_request("key-escape", source, channels={"train": "s3://mlscale-test/escape/chan/"})
+    )
     job = wait_for_job(clients["sagemaker"], "key-escape")
     assert job["TrainingJobStatus"] == "Failed" and "leaves its channel directory" in job["FailureReason"]
     import pathlib
@@ -78,10 +92,17 @@ def test_malformed_requests_get_400_json_naming_the_member(emulator):
     import urllib.request
 
     def post(body: bytes, target: str = "SageMaker.CreateTrainingJob"):
-        request = urllib.request.Request(emulator.endpoint_url, data=body, method="POST", headers={
-            "Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": target,
-            "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261203/us-east-1/sagemaker/aws4_request, "
-                             "SignedHeaders=host, Signature=x"})  # fmt: skip
+        request = urllib.request.Request(
+            emulator.endpoint_url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": "application/x-amz-json-1.1",
+                "X-Amz-Target": target,
+                "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261203/us-east-1/sagemaker/aws4_request, "
+                "SignedHeaders=host, Signature=x",
+            },
+        )
         try:
             urllib.request.urlopen(request)
         except urllib.error.HTTPError as error:
@@ -90,18 +111,26 @@ def test_malformed_requests_get_400_json_naming_the_member(emulator):
 
     status, body = post(b"{not json")
     assert status == 400 and body["__type"] == "SerializationException"
-    status, body = post(json.dumps({"TrainingJobName": "no-role", "AlgorithmSpecification": {
-        "TrainingImage": "i", "TrainingInputMode": "File"}, "OutputDataConfig": {"S3OutputPath": "s3://b/o"},
-        "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 60}}).encode())  # fmt: skip
+    status, body = post(
+        json.dumps(
+            {
+                "TrainingJobName": "no-role",
+                "AlgorithmSpecification": {"TrainingImage": "i", "TrainingInputMode": "File"},
+                "OutputDataConfig": {"S3OutputPath": "s3://b/o"},
+                "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 1},
+                "StoppingCondition": {"MaxRuntimeInSeconds": 60},
+            }
+        ).encode()
+    )
     assert status == 400 and body["__type"] == "ValidationException" and "RoleArn" in body["message"]
 
 
 def test_a_metric_regex_re2_cannot_run_is_refused_at_the_api(clients, raw_sagemaker):
     source = upload_source(clients["s3"], {"train.py": "print(1)"}, "code/rules/sourcedir.tar.gz")
     request = training_request("lookaround-metric", source, metrics={"loss": r"(?=loss)loss=([0-9.]+)"})
-    assert "algorithmSpecification.metricDefinitions.1.member.regex" in refused(raw_sagemaker.create_training_job,
-                                                                               **request)  # fmt: skip
+    assert "algorithmSpecification.metricDefinitions.1.member.regex" in refused(
+        raw_sagemaker.create_training_job, **request
+    )
 
 
 def test_a_backtracking_metric_regex_does_not_stall_the_server(clients):
@@ -110,8 +139,9 @@ def test_a_backtracking_metric_regex_does_not_stall_the_server(clients):
 
     script = "print('a' * 40 + '!', flush=True)\nprint('loss=0.5', flush=True)\n"
     source = upload_source(clients["s3"], {"train.py": script}, "code/rules/evil-regex.tar.gz")
-    clients["sagemaker"].create_training_job(**training_request("evil-regex", source, metrics={
-        "evil": r"(a+)+$", "loss": r"loss=([0-9.]+)"}))  # fmt: skip
+    clients["sagemaker"].create_training_job(
+        **training_request("evil-regex", source, metrics={"evil": r"(a+)+$", "loss": r"loss=([0-9.]+)"})
+    )
     started = time.monotonic()
     job = wait_for_job(clients["sagemaker"], "evil-regex", timeout=60)
     assert job["TrainingJobStatus"] == "Completed" and time.monotonic() - started < 30
@@ -128,8 +158,11 @@ def test_instances_beyond_the_account_quota_are_refused_as_aws_refuses_them(clie
     assert error.value.response["Error"]["Code"] == "ResourceLimitExceeded"
     assert error.value.response["Error"]["Message"].startswith(
         "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 20 Instances, with current "
-        "utilization of 0 Instances and a request delta of 40 Instances.")  # fmt: skip
-    names = [j["TrainingJobName"] for j in clients["sagemaker"].list_training_jobs(MaxResults=100)["TrainingJobSummaries"]]
+        "utilization of 0 Instances and a request delta of 40 Instances."
+    )
+    names = [
+        j["TrainingJobName"] for j in clients["sagemaker"].list_training_jobs(MaxResults=100)["TrainingJobSummaries"]
+    ]
     assert "forty-p4d" not in names
 
     first = training_request("holds-quota", source, instance_count=2)

@@ -16,8 +16,9 @@ pytestmark = pytest.mark.emulator
 
 
 def interrupt(emulator, name: str) -> int:
-    request = urllib.request.Request(f"{emulator.endpoint_url}/moto-api/mlscale-faults/spot-interruption/{name}",
-                                     method="POST", data=b"")  # fmt: skip
+    request = urllib.request.Request(
+        f"{emulator.endpoint_url}/moto-api/mlscale-faults/spot-interruption/{name}", method="POST", data=b""
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status
@@ -28,8 +29,14 @@ def interrupt(emulator, name: str) -> int:
 def spot_request(clients, name: str, epochs: int, instance_count: int = 1) -> dict:
     files = {f: (TRAINING_DIR / f).read_text() for f in ("train.py", "shard_loader.py")}
     source = upload_source(clients["s3"], files, f"code/{name}/sourcedir.tar.gz")
-    return training_request(name, source, instance_count=instance_count, distributed=instance_count > 1,
-                            hyperparameters={"epochs": epochs}, metrics=METRICS)  # fmt: skip
+    return training_request(
+        name,
+        source,
+        instance_count=instance_count,
+        distributed=instance_count > 1,
+        hyperparameters={"epochs": epochs},
+        metrics=METRICS,
+    )
 
 
 def test_an_interrupted_spot_job_resumes_from_its_checkpoint(emulator, clients, digits_data):
@@ -37,10 +44,14 @@ def test_an_interrupted_spot_job_resumes_from_its_checkpoint(emulator, clients, 
     request = spot_request(clients, name, epochs=5, instance_count=2)
     request["InputDataConfig"] = [
         {"ChannelName": c, "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": digits_data[c]}}}
-        for c in ("train", "test")]  # fmt: skip
+        for c in ("train", "test")
+    ]
     request["EnableManagedSpotTraining"] = True
     request["StoppingCondition"]["MaxWaitTimeInSeconds"] = 1200
-    request["CheckpointConfig"] = {"S3Uri": f"s3://mlscale-test/checkpoints/{name}/", "LocalPath": "/opt/ml/checkpoints"}
+    request["CheckpointConfig"] = {
+        "S3Uri": f"s3://mlscale-test/checkpoints/{name}/",
+        "LocalPath": "/opt/ml/checkpoints",
+    }
     clients["sagemaker"].create_training_job(**request)
 
     def epochs_done() -> int:
@@ -58,8 +69,11 @@ def test_an_interrupted_spot_job_resumes_from_its_checkpoint(emulator, clients, 
 
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
     statuses = [t["Status"] for t in job["SecondaryStatusTransitions"]]
-    assert statuses[statuses.index("Training") + 1:statuses.index("Training") + 4] == ["Interrupted", "Starting",
-                                                                                      "Training"]  # fmt: skip
+    assert statuses[statuses.index("Training") + 1 : statuses.index("Training") + 4] == [
+        "Interrupted",
+        "Starting",
+        "Training",
+    ]
     logs = "\n".join(line for stream in job_logs(clients["logs"], name).values() for line in stream)
     resumed = [int(n) for n in re.findall(r"resumed from checkpoint epoch=(\d+)", logs)]
     assert len(resumed) == 2 and min(resumed) >= 2, resumed  # both hosts start again after the last saved epoch

@@ -21,8 +21,9 @@ SLEEPER = "import time\nprint('training', flush=True)\ntime.sleep(600)\n"
 
 
 def mlscale(*args, env):
-    return subprocess.run([sys.executable, "-m", "mlscale.cli", *args], env=env, capture_output=True, text=True,
-                          timeout=180)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "mlscale.cli", *args], env=env, capture_output=True, text=True, timeout=180
+    )
 
 
 def wait_until(check, timeout: float = 120):
@@ -76,25 +77,43 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     s3.put_object(Bucket="mlscale-test", Key="kept/object.txt", Body=b"still here")
     s3.put_object(Bucket="mlscale-test", Key="models/linear.tar.gz", Body=linear_model())
     sagemaker.create_model_package_group(ModelPackageGroupName="kept-group")
-    sagemaker.create_model(ModelName="linear", ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
-                           PrimaryContainer={"Image": "pytorch-inference:2",
-                                             "ModelDataUrl": "s3://mlscale-test/models/linear.tar.gz"})  # fmt: skip
-    sagemaker.create_endpoint_config(EndpointConfigName="linear", ProductionVariants=[{
-        "VariantName": "AllTraffic", "ModelName": "linear", "InitialInstanceCount": 1, "InstanceType": "ml.m5.large"}])
+    sagemaker.create_model(
+        ModelName="linear",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+        PrimaryContainer={"Image": "pytorch-inference:2", "ModelDataUrl": "s3://mlscale-test/models/linear.tar.gz"},
+    )
+    sagemaker.create_endpoint_config(
+        EndpointConfigName="linear",
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": "linear",
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.m5.large",
+            }
+        ],
+    )
     sagemaker.create_endpoint(EndpointName="kept", EndpointConfigName="linear")
     source = upload_source(s3, {"train.py": SLEEPER}, "src/sleeper.tar.gz")
     sagemaker.create_training_job(**training_request("cut-short", source))
     wait_until(lambda: sagemaker.describe_training_job(TrainingJobName="cut-short")["SecondaryStatus"] == "Training")
     wait_until(lambda: sagemaker.describe_endpoint(EndpointName="kept")["EndpointStatus"] == "InService")
     fsx = client("fsx")
-    file_system = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=["subnet-0123456789abcdef0"],
-                                         LustreConfiguration={"DeploymentType": "PERSISTENT_2",
-                                                              "PerUnitStorageThroughput": 125})["FileSystem"]  # fmt: skip
-    wait_until(lambda: fsx.describe_file_systems(FileSystemIds=[file_system["FileSystemId"]])["FileSystems"][0][
-        "Lifecycle"] == "AVAILABLE")  # fmt: skip
-    association = fsx.create_data_repository_association(FileSystemId=file_system["FileSystemId"],
-                                                         FileSystemPath="/kept",
-                                                         DataRepositoryPath="s3://mlscale-test/kept/")["Association"]  # fmt: skip
+    file_system = fsx.create_file_system(
+        FileSystemType="LUSTRE",
+        StorageCapacity=1200,
+        SubnetIds=["subnet-0123456789abcdef0"],
+        LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125},
+    )["FileSystem"]
+    wait_until(
+        lambda: (
+            fsx.describe_file_systems(FileSystemIds=[file_system["FileSystemId"]])["FileSystems"][0]["Lifecycle"]
+            == "AVAILABLE"
+        )
+    )
+    association = fsx.create_data_repository_association(
+        FileSystemId=file_system["FileSystemId"], FileSystemPath="/kept", DataRepositoryPath="s3://mlscale-test/kept/"
+    )["Association"]
 
     sqs = client("sqs")  # moto's queues hold a lock: it must not stop the state from being saved
     queue = sqs.create_queue(QueueName="kept-queue")["QueueUrl"]
@@ -102,14 +121,27 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     ssm = client("ssm")  # and moto's SSM keeps its tags in a defaultdict of a lambda
     ssm.put_parameter(Name="/mlscale/kept", Value="v1", Type="String", Tags=[{"Key": "team", "Value": "ml"}])
 
-    cluster = batch_cluster(f"http://127.0.0.1:{env['MLSCALE_EMULATOR_PORT']}", "kept-cluster", 4,
-                            ["python", "-c", "print('done')"])  # moto's Batch jobs are threads: saved without them
+    cluster = batch_cluster(
+        f"http://127.0.0.1:{env['MLSCALE_EMULATOR_PORT']}", "kept-cluster", 4, ["python", "-c", "print('done')"]
+    )  # moto's Batch jobs are threads: saved without them
     batch = cluster["batch"]
-    finished = batch.submit_job(jobName="finished", jobQueue=cluster["queue"], jobDefinition=cluster["definition"])["jobId"]
+    finished = batch.submit_job(jobName="finished", jobQueue=cluster["queue"], jobDefinition=cluster["definition"])[
+        "jobId"
+    ]
     wait_until(lambda: batch.describe_jobs(jobs=[finished])["jobs"][0]["status"] == "SUCCEEDED")
-    cut = batch.submit_job(jobName="cut-short", jobQueue=cluster["queue"], jobDefinition=cluster["definition"],
-                           nodeOverrides={"nodePropertyOverrides": [{"targetNodes": "0:", "containerOverrides": {
-                               "command": ["python", "-c", "import time; time.sleep(600)"]}}]})["jobId"]  # fmt: skip
+    cut = batch.submit_job(
+        jobName="cut-short",
+        jobQueue=cluster["queue"],
+        jobDefinition=cluster["definition"],
+        nodeOverrides={
+            "nodePropertyOverrides": [
+                {
+                    "targetNodes": "0:",
+                    "containerOverrides": {"command": ["python", "-c", "import time; time.sleep(600)"]},
+                }
+            ]
+        },
+    )["jobId"]
     wait_until(lambda: batch.describe_jobs(jobs=[cut])["jobs"][0]["status"] == "RUNNING")
 
     started = time.monotonic()
@@ -130,15 +162,24 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     assert cut_job["status"] == "FAILED" and "emulator stopped while this ran" in cut_job["statusReason"]
     assert ssm.get_parameter(Name="/mlscale/kept")["Parameter"]["Value"] == "v1"
     ssm.add_tags_to_resource(ResourceType="Parameter", ResourceId="/mlscale/kept", Tags=[{"Key": "k", "Value": "v"}])
-    assert {t["Key"] for t in ssm.list_tags_for_resource(ResourceType="Parameter",
-                                                         ResourceId="/mlscale/kept")["TagList"]} == {"team", "k"}  # fmt: skip
+    assert {
+        t["Key"] for t in ssm.list_tags_for_resource(ResourceType="Parameter", ResourceId="/mlscale/kept")["TagList"]
+    } == {"team", "k"}
     described = fsx.describe_data_repository_associations(AssociationIds=[association["AssociationId"]])
     assert described["Associations"][0]["FileSystemPath"] == "/kept"
     # the endpoint's model servers come back: SystemUpdating until they answer, then InService and answering
-    assert wait_until(lambda: sagemaker.describe_endpoint(EndpointName="kept")["EndpointStatus"] != "SystemUpdating"
-                      and sagemaker.describe_endpoint(EndpointName="kept")["EndpointStatus"]) == "InService"  # fmt: skip
-    answer = client("sagemaker-runtime").invoke_endpoint(EndpointName="kept", Body="[[1, 1]]",
-                                                         ContentType="application/json")  # fmt: skip
+    assert (
+        wait_until(
+            lambda: (
+                sagemaker.describe_endpoint(EndpointName="kept")["EndpointStatus"] != "SystemUpdating"
+                and sagemaker.describe_endpoint(EndpointName="kept")["EndpointStatus"]
+            )
+        )
+        == "InService"
+    )
+    answer = client("sagemaker-runtime").invoke_endpoint(
+        EndpointName="kept", Body="[[1, 1]]", ContentType="application/json"
+    )
     assert json.loads(answer["Body"].read()) == [[3.0]]
 
     # stopped again at once, while its model servers come back: none outlives the emulator
@@ -146,12 +187,14 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     from mlscale.emulator.settings import EmulatorSettings
 
     mlscale("emulator", "down", env=env)
-    config = EmulatorSettings(host="127.0.0.1", port=int(env["MLSCALE_EMULATOR_PORT"]),
-                              home=Path(env["MLSCALE_EMULATOR_HOME"]))  # fmt: skip
+    config = EmulatorSettings(
+        host="127.0.0.1", port=int(env["MLSCALE_EMULATOR_PORT"]), home=Path(env["MLSCALE_EMULATOR_HOME"])
+    )
     control.up(config)
     control.down(config)
     assert wait_until(lambda: not serving_processes(env["MLSCALE_EMULATOR_HOME"])), serving_processes(
-        env["MLSCALE_EMULATOR_HOME"])  # fmt: skip
+        env["MLSCALE_EMULATOR_HOME"]
+    )
     assert mlscale("emulator", "up", env=env).returncode == 0
 
     reset = mlscale("emulator", "reset", env=env)
@@ -167,22 +210,38 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
 
 def test_mlscale_services_keep_state_per_region(emulator):
     """FSx associations and Greengrass deployments live in one account and region, as moto's resources do."""
+
     def client(service, region):
         return boto3.client(service, endpoint_url=emulator.endpoint_url, region_name=region)
 
     east, west = client("fsx", "us-east-1"), client("fsx", "us-west-2")
-    file_system = east.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=["subnet-0123456789abcdef0"],
-                                          LustreConfiguration={"DeploymentType": "PERSISTENT_2",
-                                                               "PerUnitStorageThroughput": 125})["FileSystem"]  # fmt: skip
-    wait_until(lambda: east.describe_file_systems(FileSystemIds=[file_system["FileSystemId"]])["FileSystems"][0][
-        "Lifecycle"] == "AVAILABLE")  # fmt: skip
-    made = east.create_data_repository_association(FileSystemId=file_system["FileSystemId"], FileSystemPath="/east",
-                                                   DataRepositoryPath="s3://mlscale-test/east/")["Association"]  # fmt: skip
-    assert [a["AssociationId"] for a in east.describe_data_repository_associations()["Associations"]
-            if a["FileSystemId"] == file_system["FileSystemId"]] == [made["AssociationId"]]  # fmt: skip
+    file_system = east.create_file_system(
+        FileSystemType="LUSTRE",
+        StorageCapacity=1200,
+        SubnetIds=["subnet-0123456789abcdef0"],
+        LustreConfiguration={"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125},
+    )["FileSystem"]
+    wait_until(
+        lambda: (
+            east.describe_file_systems(FileSystemIds=[file_system["FileSystemId"]])["FileSystems"][0]["Lifecycle"]
+            == "AVAILABLE"
+        )
+    )
+    made = east.create_data_repository_association(
+        FileSystemId=file_system["FileSystemId"], FileSystemPath="/east", DataRepositoryPath="s3://mlscale-test/east/"
+    )["Association"]
+    assert [
+        a["AssociationId"]
+        for a in east.describe_data_repository_associations()["Associations"]
+        if a["FileSystemId"] == file_system["FileSystemId"]
+    ] == [made["AssociationId"]]
     assert west.describe_data_repository_associations()["Associations"] == []
-    recipe = {"RecipeFormatVersion": "2020-01-25", "ComponentName": "com.test.RegionProbe",
-              "ComponentVersion": "1.0.0", "Manifests": [{"Platform": {"os": "linux"}, "Lifecycle": {"Run": "true"}}]}
+    recipe = {
+        "RecipeFormatVersion": "2020-01-25",
+        "ComponentName": "com.test.RegionProbe",
+        "ComponentVersion": "1.0.0",
+        "Manifests": [{"Platform": {"os": "linux"}, "Lifecycle": {"Run": "true"}}],
+    }
     client("greengrassv2", "us-east-1").create_component_version(inlineRecipe=json.dumps(recipe).encode())
     arn = "arn:aws:greengrass:{}:123456789012:components:com.test.RegionProbe:versions:1.0.0"
     assert client("greengrassv2", "us-east-1").describe_component(arn=arn.format("us-east-1"))["componentVersion"]

@@ -7,6 +7,7 @@ import json
 import re
 import tarfile
 import time
+from datetime import UTC
 
 import pytest
 from botocore.exceptions import ClientError
@@ -31,16 +32,28 @@ def start(clients, name, files, **kwargs):
 
 
 def test_ddp_on_two_instances_averages_gradients(clients, digits_data):
-    start(clients, "ddp-two-hosts", {f: (TRAINING_DIR / f).read_text() for f in ("train.py", "shard_loader.py")},
-          instance_count=2, distributed=True, hyperparameters={"epochs": 4},
-          channels={"train": digits_data["train"], "test": digits_data["test"]}, metrics=METRICS)  # fmt: skip
+    start(
+        clients,
+        "ddp-two-hosts",
+        {f: (TRAINING_DIR / f).read_text() for f in ("train.py", "shard_loader.py")},
+        instance_count=2,
+        distributed=True,
+        hyperparameters={"epochs": 4},
+        channels={"train": digits_data["train"], "test": digits_data["test"]},
+        metrics=METRICS,
+    )
     first = clients["sagemaker"].describe_training_job(TrainingJobName="ddp-two-hosts")
     assert first["TrainingJobStatus"] == "InProgress"  # not born Completed, as moto would have it
     job = wait_for_job(clients["sagemaker"], "ddp-two-hosts")
 
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
     assert [t["Status"] for t in job["SecondaryStatusTransitions"]] == [
-        "Starting", "Downloading", "Training", "Uploading", "Completed"]
+        "Starting",
+        "Downloading",
+        "Training",
+        "Uploading",
+        "Completed",
+    ]
     assert job["TrainingStartTime"] < job["TrainingEndTime"] and job["BillableTimeInSeconds"] >= 1
     logs = job_logs(clients["logs"], "ddp-two-hosts")
     assert sorted(re.sub(r"-\d+$", "", s.split("/")[1]) for s in logs) == ["algo-1", "algo-2"]
@@ -58,13 +71,21 @@ def test_ddp_on_two_instances_averages_gradients(clients, digits_data):
 
 
 def test_script_from_a_sagemaker_example_runs_unchanged(clients, digits_data):
-    start(clients, "sagemaker-example", {"mnist.py": (SCRIPTS / "sagemaker_style_mnist.py").read_text()},
-          program="mnist.py", instance_count=2, hyperparameters={"epochs": 5, "backend": "gloo", "lr": 0.5},
-          channels={"training": digits_data["train"]})  # fmt: skip
+    start(
+        clients,
+        "sagemaker-example",
+        {"mnist.py": (SCRIPTS / "sagemaker_style_mnist.py").read_text()},
+        program="mnist.py",
+        instance_count=2,
+        hyperparameters={"epochs": 5, "backend": "gloo", "lr": 0.5},
+        channels={"training": digits_data["train"]},
+    )
     job = wait_for_job(clients["sagemaker"], "sagemaker-example")
     assert job["TrainingJobStatus"] == "Completed", job.get("FailureReason")
-    sums = [re.search(r"weights_sum=(\S+)", "\n".join(lines)).group(1) for lines in
-            job_logs(clients["logs"], "sagemaker-example").values()]  # fmt: skip
+    sums = [
+        re.search(r"weights_sum=(\S+)", "\n".join(lines)).group(1)
+        for lines in job_logs(clients["logs"], "sagemaker-example").values()
+    ]
     assert len(sums) == 2 and sums[0] == sums[1]
     seen = json.loads(model_files(clients["s3"], job["ModelArtifacts"]["S3ModelArtifacts"])["seen.json"])
     assert seen["argv"] == ["--backend", "gloo", "--epochs", "5", "--lr", "0.5"]
@@ -97,8 +118,10 @@ def test_failure_reports_the_scripts_error(clients):
 
 
 def test_failure_file_written_by_the_script_wins(clients):
-    script = ("import os\nopen(os.path.join(os.environ['SM_OUTPUT_DIR'], 'failure'), 'w').write('Bad data: 3 rows')"
-              "\nraise SystemExit(2)\n")  # fmt: skip
+    script = (
+        "import os\nopen(os.path.join(os.environ['SM_OUTPUT_DIR'], 'failure'), 'w').write('Bad data: 3 rows')"
+        "\nraise SystemExit(2)\n"
+    )
     start(clients, "fails-with-file", {"train.py": script})
     assert wait_for_job(clients["sagemaker"], "fails-with-file")["FailureReason"] == "AlgorithmError: Bad data: 3 rows"
 
@@ -171,7 +194,7 @@ def test_requirements_the_job_python_already_has_are_not_installed_again(clients
 
 def test_list_filters_by_last_modified_then_sorts_and_pages_with_secondary_status(clients):
     """What a shared poller asks (mlscale.waits.poller): which jobs changed since its last look."""
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     sagemaker = clients["sagemaker"]
     quick = {"train.py": "print('done')\n"}
@@ -179,7 +202,7 @@ def test_list_filters_by_last_modified_then_sorts_and_pages_with_secondary_statu
         start(clients, name, quick)
     for name in ("listing-a", "listing-b", "listing-c"):
         assert wait_for_job(sagemaker, name)["TrainingJobStatus"] == "Completed"
-    mark = datetime.now(timezone.utc)
+    mark = datetime.now(UTC)
     time.sleep(0.01)  # a timestamp after the mark, on any clock resolution
     start(clients, "listing-d", quick)
     wait_for_job(sagemaker, "listing-d")
@@ -189,11 +212,19 @@ def test_list_filters_by_last_modified_then_sorts_and_pages_with_secondary_statu
     assert "NextToken" not in changed  # filtered before it was paged
     summary = changed["TrainingJobSummaries"][0]
     assert summary["SecondaryStatus"] == "Completed" and summary["LastModifiedTime"] > mark
-    newest = [s["TrainingJobName"] for p in sagemaker.get_paginator("list_training_jobs").paginate(
-        NameContains="listing-", SortOrder="Descending", PaginationConfig={"PageSize": 1})
-        for s in p["TrainingJobSummaries"]]  # fmt: skip
+    newest = [
+        s["TrainingJobName"]
+        for p in sagemaker.get_paginator("list_training_jobs").paginate(
+            NameContains="listing-", SortOrder="Descending", PaginationConfig={"PageSize": 1}
+        )
+        for s in p["TrainingJobSummaries"]
+    ]
     assert newest[0] == "listing-d" and sorted(newest) == ["listing-a", "listing-b", "listing-c", "listing-d"]
-    names = [s["TrainingJobName"] for p in sagemaker.get_paginator("list_training_jobs").paginate(
-        NameContains="listing-", SortBy="Name", SortOrder="Descending", PaginationConfig={"PageSize": 1})
-        for s in p["TrainingJobSummaries"]]  # fmt: skip
+    names = [
+        s["TrainingJobName"]
+        for p in sagemaker.get_paginator("list_training_jobs").paginate(
+            NameContains="listing-", SortBy="Name", SortOrder="Descending", PaginationConfig={"PageSize": 1}
+        )
+        for s in p["TrainingJobSummaries"]
+    ]
     assert names == ["listing-d", "listing-c", "listing-b", "listing-a"]

@@ -28,30 +28,57 @@ def torchscript_model() -> bytes:
 def models(clients):
     s3, sm = clients["s3"], clients["sagemaker"]
     s3.put_object(Bucket="mlscale-test", Key="tr/model.tar.gz", Body=model_tar({"model.pt": torchscript_model()}))
-    custom = (b"import json\n"
-              b"def model_fn(model_dir):\n    return {'scale': float(open(model_dir + '/scale.txt').read())}\n"
-              b"def input_fn(body, content_type):\n    return json.loads(body)['values']\n"
-              b"def predict_fn(data, model):\n    return [v * model['scale'] for v in data]\n"
-              b"def output_fn(prediction, accept):\n    return json.dumps({'scaled': prediction}), 'application/json'\n")  # fmt: skip
-    s3.put_object(Bucket="mlscale-test", Key="tr/custom.tar.gz",
-                  Body=model_tar({"scale.txt": b"3", "code/inference.py": custom}))
+    custom = (
+        b"import json\n"
+        b"def model_fn(model_dir):\n    return {'scale': float(open(model_dir + '/scale.txt').read())}\n"
+        b"def input_fn(body, content_type):\n    return json.loads(body)['values']\n"
+        b"def predict_fn(data, model):\n    return [v * model['scale'] for v in data]\n"
+        b"def output_fn(prediction, accept):\n    return json.dumps({'scaled': prediction}), 'application/json'\n"
+    )
+    s3.put_object(
+        Bucket="mlscale-test", Key="tr/custom.tar.gz", Body=model_tar({"scale.txt": b"3", "code/inference.py": custom})
+    )
     mixed = b"def transform_fn(model, body, ct, accept):\n    return body\ndef input_fn(body, ct):\n    return body\n"
-    s3.put_object(Bucket="mlscale-test", Key="tr/mixed.tar.gz",
-                  Body=model_tar({"model.pt": torchscript_model(), "code/inference.py": mixed}))
+    s3.put_object(
+        Bucket="mlscale-test",
+        Key="tr/mixed.tar.gz",
+        Body=model_tar({"model.pt": torchscript_model(), "code/inference.py": mixed}),
+    )
     for name, key in (("tr-default", "model"), ("tr-custom", "custom"), ("tr-mixed", "mixed")):
-        sm.create_model(ModelName=name, ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
-                        PrimaryContainer={"Image": "pytorch-inference:2", "ModelDataUrl": f"s3://mlscale-test/tr/{key}.tar.gz"})
+        sm.create_model(
+            ModelName=name,
+            ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+            PrimaryContainer={"Image": "pytorch-inference:2", "ModelDataUrl": f"s3://mlscale-test/tr/{key}.tar.gz"},
+        )
     return sm
 
 
-def transform(sm, name, model, prefix, content_type="text/csv", split="Line", strategy="MultiRecord", instances=1,
-              accept="text/csv", assemble="Line", payload=6):  # fmt: skip
+def transform(
+    sm,
+    name,
+    model,
+    prefix,
+    content_type="text/csv",
+    split="Line",
+    strategy="MultiRecord",
+    instances=1,
+    accept="text/csv",
+    assemble="Line",
+    payload=6,
+):
     sm.create_transform_job(
-        TransformJobName=name, ModelName=model, BatchStrategy=strategy, MaxPayloadInMB=payload,
-        TransformInput={"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://mlscale-test/{prefix}"}},
-                        "ContentType": content_type, "SplitType": split},
+        TransformJobName=name,
+        ModelName=model,
+        BatchStrategy=strategy,
+        MaxPayloadInMB=payload,
+        TransformInput={
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": f"s3://mlscale-test/{prefix}"}},
+            "ContentType": content_type,
+            "SplitType": split,
+        },
         TransformOutput={"S3OutputPath": f"s3://mlscale-test/out/{name}/", "Accept": accept, "AssembleWith": assemble},
-        TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": instances})  # fmt: skip
+        TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": instances},
+    )
     # not born Completed, as moto would have it (a job with no model may already have failed)
     assert sm.describe_transform_job(TransformJobName=name)["TransformJobStatus"] in ("InProgress", "Failed")
     for _ in range(600):
@@ -104,13 +131,25 @@ def test_a_large_file_in_many_requests_keeps_every_line_in_order(models, clients
 
 def test_whole_objects_with_a_custom_inference_script_and_two_instances(models, clients):
     for i in range(4):
-        clients["s3"].put_object(Bucket="mlscale-test", Key=f"in-json/doc-{i}.json",
-                                 Body=json.dumps({"values": [i, i + 1]}).encode())  # fmt: skip
-    job = transform(models, "tr-custom-json", "tr-custom", "in-json/", content_type="application/json", split="None",
-                    accept="application/json", assemble="None", instances=2)  # fmt: skip
+        clients["s3"].put_object(
+            Bucket="mlscale-test", Key=f"in-json/doc-{i}.json", Body=json.dumps({"values": [i, i + 1]}).encode()
+        )
+    job = transform(
+        models,
+        "tr-custom-json",
+        "tr-custom",
+        "in-json/",
+        content_type="application/json",
+        split="None",
+        accept="application/json",
+        assemble="None",
+        instances=2,
+    )
     assert job["TransformJobStatus"] == "Completed", job.get("FailureReason")
     for i in range(4):
-        assert json.loads(read(clients["s3"], f"out/tr-custom-json/doc-{i}.json.out")) == {"scaled": [3 * i, 3 * (i + 1)]}
+        assert json.loads(read(clients["s3"], f"out/tr-custom-json/doc-{i}.json.out")) == {
+            "scaled": [3 * i, 3 * (i + 1)]
+        }
 
 
 def test_transform_fn_mixed_with_input_fn_fails_with_the_reason(models, clients):
@@ -138,12 +177,22 @@ def test_input_filter_join_and_output_filter(models, clients):
     rows = [[100 + i, *np.round(np.random.default_rng(i).normal(size=4), 3)] for i in range(5)]
     put_csv(clients["s3"], "in-join/a.csv", rows)
     models.create_transform_job(
-        TransformJobName="tr-join", ModelName="tr-default", BatchStrategy="MultiRecord",
-        TransformInput={"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://mlscale-test/in-join/"}},
-                        "ContentType": "text/csv", "SplitType": "Line"},
-        TransformOutput={"S3OutputPath": "s3://mlscale-test/out/tr-join/", "Accept": "text/csv", "AssembleWith": "Line"},
+        TransformJobName="tr-join",
+        ModelName="tr-default",
+        BatchStrategy="MultiRecord",
+        TransformInput={
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://mlscale-test/in-join/"}},
+            "ContentType": "text/csv",
+            "SplitType": "Line",
+        },
+        TransformOutput={
+            "S3OutputPath": "s3://mlscale-test/out/tr-join/",
+            "Accept": "text/csv",
+            "AssembleWith": "Line",
+        },
         TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1},
-        DataProcessing={"InputFilter": "$[1:]", "JoinSource": "Input", "OutputFilter": "$[0,5,6,7]"})  # fmt: skip
+        DataProcessing={"InputFilter": "$[1:]", "JoinSource": "Input", "OutputFilter": "$[0,5,6,7]"},
+    )
     for _ in range(300):
         job = models.describe_transform_job(TransformJobName="tr-join")
         if job["TransformJobStatus"] != "InProgress":
@@ -157,11 +206,18 @@ def test_input_filter_join_and_output_filter(models, clients):
         assert np.allclose(values[1:], np.asarray(row[1:]) @ WEIGHTS.numpy().T, atol=1e-3)
 
 
-@pytest.mark.parametrize("path, record, expected", [
-    ("$", [1, 2], [1, 2]), ("$[1:]", ["a", "b", "c"], ["b", "c"]), ("$[0,2]", ["a", "b", "c"], ["a", "c"]),
-    ("$[-1]", ["a", "b"], "b"), ("$.features", {"features": [1, 2]}, [1, 2]),
-    ("$['id']", {"id": 7}, 7), ("$.a.b[1]", {"a": {"b": [5, 6]}}, 6),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "path, record, expected",
+    [
+        ("$", [1, 2], [1, 2]),
+        ("$[1:]", ["a", "b", "c"], ["b", "c"]),
+        ("$[0,2]", ["a", "b", "c"], ["a", "c"]),
+        ("$[-1]", ["a", "b"], "b"),
+        ("$.features", {"features": [1, 2]}, [1, 2]),
+        ("$['id']", {"id": 7}, 7),
+        ("$.a.b[1]", {"a": {"b": [5, 6]}}, 6),
+    ],
+)
 def test_jsonpath_subset(path, record, expected):
     from mlscale.emulator.executors.data_processing import select
 
@@ -179,15 +235,23 @@ def test_jsonpath_outside_the_subset_is_refused(path):
 def test_stop_transform_job(models, clients):
     slow = b"import time\ndef model_fn(model_dir):\n    return None\ndef transform_fn(model, body, ct, accept):\n    time.sleep(30)\n    return body\n"  # noqa: E501
     clients["s3"].put_object(Bucket="mlscale-test", Key="tr/slow.tar.gz", Body=model_tar({"code/inference.py": slow}))
-    models.create_model(ModelName="tr-slow", ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
-                        PrimaryContainer={"Image": "i", "ModelDataUrl": "s3://mlscale-test/tr/slow.tar.gz"})  # fmt: skip
+    models.create_model(
+        ModelName="tr-slow",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/x",
+        PrimaryContainer={"Image": "i", "ModelDataUrl": "s3://mlscale-test/tr/slow.tar.gz"},
+    )
     put_csv(clients["s3"], "in-slow/a.csv", [[1, 2, 3, 4]])
     models.create_transform_job(
-        TransformJobName="tr-stopped", ModelName="tr-slow",
-        TransformInput={"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://mlscale-test/in-slow/"}},
-                        "ContentType": "text/csv", "SplitType": "Line"},
+        TransformJobName="tr-stopped",
+        ModelName="tr-slow",
+        TransformInput={
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": "s3://mlscale-test/in-slow/"}},
+            "ContentType": "text/csv",
+            "SplitType": "Line",
+        },
         TransformOutput={"S3OutputPath": "s3://mlscale-test/out/tr-stopped/"},
-        TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1})  # fmt: skip
+        TransformResources={"InstanceType": "ml.m5.large", "InstanceCount": 1},
+    )
     time.sleep(2)
     models.stop_transform_job(TransformJobName="tr-stopped")
     for _ in range(200):

@@ -36,7 +36,8 @@ def test_every_script_is_found():
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=[str(p.relative_to(REPO)) for p in SCRIPTS])
 def test_imports_in_an_interpreter_without_mlscale(script):
-    result = subprocess.run([sys.executable, "-c", BLOCKER, str(script)], capture_output=True, text=True, timeout=120,
-                            cwd="/")  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", BLOCKER, str(script)], capture_output=True, text=True, timeout=120, cwd="/"
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "ok: mlscale not importable" in result.stdout

@@ -14,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from mlscale.datasets.raw_digits import generate_day
 from tests.conftest import REPO
 
 SHARD = REPO / "include" / "processing" / "shard.py"
 sys.path.insert(0, str(REPO / "include" / "training"))
-from mlscale.datasets.raw_digits import generate_day
 from shard_loader import iterate_shard, shard_loader  # noqa: E402
 
 
@@ -34,9 +34,22 @@ def raw_dir(tmp_path_factory) -> Path:
 def shard(raw_dir: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
     (out / "config").mkdir(parents=True, exist_ok=True)
     (out / "config" / "resourceconfig.json").write_text(json.dumps({"current_host": "algo-1", "hosts": ["algo-1"]}))
-    return subprocess.run([sys.executable, str(SHARD), "--input-dir", str(raw_dir), "--output-dir", str(out / "shards"),
-                           "--test-dir", str(out / "test"), *args], env={"SAGEMAKER_PROCESSING_ROOT": str(out)},
-                          capture_output=True, text=True)  # fmt: skip
+    return subprocess.run(
+        [
+            sys.executable,
+            str(SHARD),
+            "--input-dir",
+            str(raw_dir),
+            "--output-dir",
+            str(out / "shards"),
+            "--test-dir",
+            str(out / "test"),
+            *args,
+        ],
+        env={"SAGEMAKER_PROCESSING_ROOT": str(out)},
+        capture_output=True,
+        text=True,
+    )
 
 
 def test_days_differ_and_images_are_stored_at_twice_the_resolution():
@@ -69,12 +82,15 @@ def test_same_seed_same_shards(raw_dir, tmp_path):
     assert digest(tmp_path / "a") == digest(tmp_path / "b") != digest(tmp_path / "c")
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--shards", "0"], "--shards must be >= 1, got 0"),
-    (["--shards", "5000"], "2006 records cannot fill 5000 shards"),
-    (["--shards", "2", "--test-fraction", "1.5"], "--test-fraction must be in [0, 1), got 1.5"),
-    (["--shards", "2", "--resolution", "5"], "cannot resize 16x16 images to 5x5"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--shards", "0"], "--shards must be >= 1, got 0"),
+        (["--shards", "5000"], "2006 records cannot fill 5000 shards"),
+        (["--shards", "2", "--test-fraction", "1.5"], "--test-fraction must be in [0, 1), got 1.5"),
+        (["--shards", "2", "--resolution", "5"], "cannot resize 16x16 images to 5x5"),
+    ],
+)
 def test_bad_shard_arguments(raw_dir, tmp_path, args, message):
     result = shard(raw_dir, tmp_path, *args)
     assert result.returncode != 0 and message in result.stderr
@@ -91,8 +107,9 @@ def test_loader_reads_every_record_once_across_ranks_and_workers_shuffled(raw_di
         for chunk in iterate_shard(str(path)):
             on_disk += _record_keys(chunk["label"], chunk["pixels"].astype(np.float32) / 255.0)
     for rank in range(2):
-        batches, stats = shard_loader(str(tmp_path / "shards"), batch_size=64, rank=rank, world_size=2, workers=2,
-                                      shuffle_buffer=256)  # fmt: skip
+        batches, stats = shard_loader(
+            str(tmp_path / "shards"), batch_size=64, rank=rank, world_size=2, workers=2, shuffle_buffer=256
+        )
         for images, labels in batches:
             assert images.shape[1:] == (1, 8, 8) and images.dtype == torch.float32 and float(images.max()) <= 1.0
             assert labels.dtype == torch.int64 and len(labels) <= 64

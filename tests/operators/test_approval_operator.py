@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from airflow.providers.common.compat.sdk import DownstreamTasksSkipped
@@ -14,19 +14,24 @@ from mlscale.operators import ModelApprovalOperator
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator
-EVALUATION = {"metrics": {"accuracy": 0.981, "macro_f1": 0.979, "records": 7000},
-              "reasons": ["accuracy 0.9810 meets the threshold 0.9000"]}  # fmt: skip
+EVALUATION = {
+    "metrics": {"accuracy": 0.981, "macro_f1": 0.979, "records": 7000},
+    "reasons": ["accuracy 0.9810 meets the threshold 0.9000"],
+}
 
 
 def package(clients, status: str) -> str:
     group = f"approval-{uuid.uuid4().hex[:6]}"
     clients["sagemaker"].create_model_package_group(ModelPackageGroupName=group)
     return clients["sagemaker"].create_model_package(
-        ModelPackageGroupName=group, ModelApprovalStatus=status,
-        InferenceSpecification={"Containers": [{"Image": "pytorch-inference:2", "ModelDataUrl": "s3://b/m.tar.gz"}],
-                                "SupportedContentTypes": ["application/json"],
-                                "SupportedResponseMIMETypes": ["application/json"]},
-    )["ModelPackageArn"]  # fmt: skip
+        ModelPackageGroupName=group,
+        ModelApprovalStatus=status,
+        InferenceSpecification={
+            "Containers": [{"Image": "pytorch-inference:2", "ModelDataUrl": "s3://b/m.tar.gz"}],
+            "SupportedContentTypes": ["application/json"],
+            "SupportedResponseMIMETypes": ["application/json"],
+        },
+    )["ModelPackageArn"]
 
 
 def status_of(clients, arn: str) -> str:
@@ -38,8 +43,9 @@ def approval_task(arn: str):
     from airflow.providers.standard.operators.empty import EmptyOperator
 
     with DAG(dag_id=f"approval_{uuid.uuid4().hex[:6]}", schedule=None):
-        approve = ModelApprovalOperator(task_id="approve", model_package_arn=arn, evaluation=EVALUATION,
-                                        response_timeout_minutes="30")  # fmt: skip
+        approve = ModelApprovalOperator(
+            task_id="approve", model_package_arn=arn, evaluation=EVALUATION, response_timeout_minutes="30"
+        )
         approve >> EmptyOperator(task_id="deploy")
     skipped = []
 
@@ -54,8 +60,12 @@ def approval_task(arn: str):
 
 
 def answer(option: str) -> dict:
-    return {"chosen_options": [option], "params_input": {}, "responded_at": datetime.now(timezone.utc),
-            "responded_by_user": {"id": "ml-lead", "name": "ml-lead"}}  # fmt: skip
+    return {
+        "chosen_options": [option],
+        "params_input": {},
+        "responded_at": datetime.now(UTC),
+        "responded_by_user": {"id": "ml-lead", "name": "ml-lead"},
+    }
 
 
 def test_an_approved_package_goes_through_without_asking(clients):

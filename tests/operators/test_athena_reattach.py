@@ -45,12 +45,14 @@ def test_a_retried_try_reattaches_to_the_query_its_killed_try_started():
 
 def test_after_a_failed_query_the_next_attempt_starts_and_a_later_try_goes_straight_to_it():
     athena, ended = FakeAthena({1: "FAILED", 2: "RUNNING"}), []
-    query_id, _ = start_or_reattach(athena, REQUEST, context(), "etl", LOG,
-                                    before_next_attempt=lambda *a: ended.append(a))  # fmt: skip
+    query_id, _ = start_or_reattach(
+        athena, REQUEST, context(), "etl", LOG, before_next_attempt=lambda *a: ended.append(a)
+    )
     assert query_id == "q2" and ended == [("q1", 2)] and len(athena.started) == 2
     # the stage recorded attempt 2 before it started: its next try begins there, and q2's output stays
-    again, _ = start_or_reattach(athena, REQUEST, context(), "etl", LOG, first_attempt=2,
-                                 before_next_attempt=lambda *a: ended.append(a))  # fmt: skip
+    again, _ = start_or_reattach(
+        athena, REQUEST, context(), "etl", LOG, first_attempt=2, before_next_attempt=lambda *a: ended.append(a)
+    )
     assert again == "q2" and ended == [("q1", 2)]
 
 

@@ -30,23 +30,32 @@ def operator_for(cluster, task_id: str, **spec_fields) -> tuple[BatchMultiNodeTr
     fields = dict(job_queue=cluster["queue_name"], job_definition=cluster["name"], vcpus=1, memory_mib=1024)
     fields.update(spec_fields)
     kwargs = {k: fields.pop(k) for k in ("deferrable", "wait_for_completion") if k in fields}
-    operator = BatchMultiNodeTrainingOperator(task_id=task_id, spec=BatchTrainingSpec(**fields), poll_interval=0.5,
-                                              **kwargs)  # fmt: skip
+    operator = BatchMultiNodeTrainingOperator(
+        task_id=task_id, spec=BatchTrainingSpec(**fields), poll_interval=0.5, **kwargs
+    )
     return operator, {"ti": FakeTI(task_id, run_id=f"manual__{uuid.uuid4().hex[:8]}")}
 
 
 def jobs_named(cluster, name: str) -> list[dict]:
     return cluster["batch"].list_jobs(jobQueue=cluster["queue"], filters=[{"name": "JOB_NAME", "values": [name]}])[
-        "jobSummaryList"]  # fmt: skip
+        "jobSummaryList"
+    ]
 
 
 def test_trains_the_example_script_with_ddp_on_two_nodes(emulator, clients, digits_data, capfd):
     """The same include/training/train.py the SageMaker stage runs, on 2 Batch nodes: one torchrun rendezvous."""
     ddp_cluster = batch_cluster(emulator.endpoint_url, f"ddp-{uuid.uuid4().hex[:6]}", 4, ["python", "-V"])
     operator, context = operator_for(
-        ddp_cluster, "ddp", entry_point="train.py", source_dir=str(TRAINING_DIR), output_path="s3://mlscale-test/batch-models",
-        inputs={"train": digits_data["train"], "test": digits_data["test"]}, hyperparameters={"epochs": 6},
-        metric_definitions={"test:accuracy": r"test_accuracy=([0-9.]+)"}, deferrable=False)  # fmt: skip
+        ddp_cluster,
+        "ddp",
+        entry_point="train.py",
+        source_dir=str(TRAINING_DIR),
+        output_path="s3://mlscale-test/batch-models",
+        inputs={"train": digits_data["train"], "test": digits_data["test"]},
+        hyperparameters={"epochs": 6},
+        metric_definitions={"test:accuracy": r"test_accuracy=([0-9.]+)"},
+        deferrable=False,
+    )
     result = operator.execute(context)
     assert result["status"] == "SUCCEEDED" and result["node_count"] == 2 and result["attempts"] == 1
     assert result["final_metrics"]["test:accuracy"] >= 0.95
@@ -93,8 +102,10 @@ def test_on_kill_terminates_the_job_and_a_sensor_reports_it(cluster):
 
 
 def test_a_failed_node_fails_the_task_with_its_exit_code_and_a_retry_gets_a_new_job(cluster):
-    script = ("import os, sys, time; node = int(os.environ['AWS_BATCH_JOB_NODE_INDEX']); "
-              "sys.exit(3) if node == 1 else (time.sleep(1), sys.exit(1))")  # fmt: skip
+    script = (
+        "import os, sys, time; node = int(os.environ['AWS_BATCH_JOB_NODE_INDEX']); "
+        "sys.exit(3) if node == 1 else (time.sleep(1), sys.exit(1))"
+    )
     operator, context = operator_for(cluster, "fails", command=["python", "-c", script], deferrable=False)
     with pytest.raises(AirflowException) as failure:
         operator.execute(context)
@@ -128,7 +139,10 @@ BAD_SPECS = [
     ({"command": ["ok"], "entry_point": "train.py", "source_dir": str(TRAINING_DIR)}, "command"),
     ({"command": [], "entry_point": "train.sh", "source_dir": str(TRAINING_DIR)}, "entry_point"),
     ({"command": [], "entry_point": "train.py", "source_dir": str(TRAINING_DIR)}, "output_path"),
-    ({"command": [], "entry_point": "missing.py", "source_dir": str(TRAINING_DIR), "output_path": "s3://b/p"}, "entry_point"),
+    (
+        {"command": [], "entry_point": "missing.py", "source_dir": str(TRAINING_DIR), "output_path": "s3://b/p"},
+        "entry_point",
+    ),
     ({"node_count": 0}, "node_count"),
     ({"node_count": "two"}, "node_count"),
     ({"main_node_index": 2}, "main_node_index"),

@@ -21,18 +21,23 @@ pytestmark = pytest.mark.emulator
 @pytest.fixture(scope="module")
 def compiled(emulator, clients):
     model = traced_model(torch.nn.Linear(64, 10), torch.rand(1, 64))
-    clients["s3"].put_object(Bucket="mlscale-test", Key="edge-op/model-ml_c5.tar.gz",
-                             Body=model_tar({"model.pt": model}))  # fmt: skip
+    clients["s3"].put_object(
+        Bucket="mlscale-test", Key="edge-op/model-ml_c5.tar.gz", Body=model_tar({"model.pt": model})
+    )
     control.provision_edge_fleet(emulator, group="op-fleet", count=2)
     control.provision_edge_fleet(emulator, group="op-arm", count=1, architecture="armv7l")
     return "s3://mlscale-test/edge-op/model-ml_c5.tar.gz"
 
 
 def operator(artifact: str, group: str, **overrides) -> GreengrassEdgeDeployOperator:
-    spec = dict(component_name="com.mlscale.Test", compiled_artifact=artifact,
-                app_source=str(REPO / "include" / "edge" / "inference_app.py"),
-                artifact_prefix="s3://mlscale-test/edge-op/components/", thing_group_name=group,
-                sample=json.dumps([[0.2] * 64]))  # fmt: skip
+    spec = dict(
+        component_name="com.mlscale.Test",
+        compiled_artifact=artifact,
+        app_source=str(REPO / "include" / "edge" / "inference_app.py"),
+        artifact_prefix="s3://mlscale-test/edge-op/components/",
+        thing_group_name=group,
+        sample=json.dumps([[0.2] * 64]),
+    )
     kwargs = dict(task_id="deploy_edge", poll_interval=0.2, deferrable=False)
     for key, value in overrides.items():
         (kwargs if key in ("deferrable", "wait_for_completion", "poll_interval") else spec)[key] = value
@@ -52,13 +57,20 @@ def test_deploys_to_every_device_and_a_retry_deploys_nothing_new(compiled, clien
     # another run of the same model: a deployment of its own, which the devices complete without running the
     # component again (the nucleus restarts only components whose version or configuration changed)
     def lines() -> int:
-        return len(clients["logs"].get_log_events(logGroupName="/aws/greengrass/UserComponent/us-east-1/com.mlscale.Test",
-                                                  logStreamName="op-fleet-device-1", startFromHead=True)["events"])  # fmt: skip
+        return len(
+            clients["logs"].get_log_events(
+                logGroupName="/aws/greengrass/UserComponent/us-east-1/com.mlscale.Test",
+                logStreamName="op-fleet-device-1",
+                startFromHead=True,
+            )["events"]
+        )
 
     before = lines()
     other = operator(compiled, "op-fleet").execute({"ti": FakeTI("deploy_edge", run_id="manual__edge-1b")})
     assert other["deployment_id"] != first["deployment_id"] and other["status"] == "COMPLETED"
-    assert {t: d["answer"] for t, d in other["devices"].items()} == {t: d["answer"] for t, d in first["devices"].items()}
+    assert {t: d["answer"] for t, d in other["devices"].items()} == {
+        t: d["answer"] for t, d in first["devices"].items()
+    }
     assert lines() == before
 
 
@@ -70,7 +82,6 @@ def test_a_failing_device_fails_the_task_with_its_reason(compiled):
 def test_bad_inputs_fail_before_any_aws_call(compiled):
     with pytest.raises(SpecError, match="failure_handling: must be ROLLBACK or DO_NOTHING"):
         operator(compiled, "op-fleet", failure_handling="RETRY").execute({"ti": FakeTI("deploy_edge")})
-
 
 
 def _model_bytes(s3, uri: str) -> bytes:
@@ -112,8 +123,9 @@ def test_two_runs_deploying_at_once_leave_every_device_on_the_newer_model(compil
         layer.weight.data.zero_()
         layer.bias.data = torch.nn.functional.one_hot(torch.tensor(answer), 10).float()
         key = f"edge-op/race-{label}/model-ml_c5.tar.gz"
-        clients["s3"].put_object(Bucket="mlscale-test", Key=key,
-                                 Body=model_tar({"model.pt": traced_model(layer, torch.rand(1, 64))}))  # fmt: skip
+        clients["s3"].put_object(
+            Bucket="mlscale-test", Key=key, Body=model_tar({"model.pt": traced_model(layer, torch.rand(1, 64))})
+        )
         artifacts[label] = f"s3://mlscale-test/{key}"
     outcomes: dict[str, object] = {}
 
@@ -124,8 +136,10 @@ def test_two_runs_deploying_at_once_leave_every_device_on_the_newer_model(compil
         except AirflowSkipException as skipped:
             outcomes[label] = skipped
 
-    runs = [threading.Thread(target=run, args=("older", "2026-10-11")),
-            threading.Thread(target=run, args=("newer", "2026-10-18"))]  # fmt: skip
+    runs = [
+        threading.Thread(target=run, args=("older", "2026-10-11")),
+        threading.Thread(target=run, args=("newer", "2026-10-18")),
+    ]
     for thread in runs:
         thread.start()
     for thread in runs:
@@ -140,4 +154,5 @@ def test_two_runs_deploying_at_once_leave_every_device_on_the_newer_model(compil
         assert last["deploymentId"] == newer["deployment_id"], history
     with pytest.raises(AirflowSkipException, match="newer than this run's 2026-10-11"):
         operator(artifacts["older"], "op-race-fleet", model_version="2026-10-11").execute(
-            {"ti": FakeTI("deploy_edge", run_id="manual__race-late")})
+            {"ti": FakeTI("deploy_edge", run_id="manual__race-late")}
+        )

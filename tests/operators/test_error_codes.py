@@ -1,4 +1,4 @@
-""""Does not exist" is decided from the error's code: a throttle or an AccessDenied is raised, never taken for a
+""" "Does not exist" is decided from the error's code: a throttle or an AccessDenied is raised, never taken for a
 missing resource (which led to a second create), and no decision reads an error's message."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from tests.conftest import ROLE_ARN
 
 
 def operator_with(client) -> SageMakerEndpointDeployOperator:
-    spec = EndpointSpec(endpoint_name="ep-1", model_artifact="s3://bucket-1/m.tar.gz", role_arn=ROLE_ARN,
-                        image_uri="image:1")  # fmt: skip
+    spec = EndpointSpec(
+        endpoint_name="ep-1", model_artifact="s3://bucket-1/m.tar.gz", role_arn=ROLE_ARN, image_uri="image:1"
+    )
     operator = SageMakerEndpointDeployOperator(task_id="deploy", spec=spec)
     operator.__dict__["hook"] = type("Hook", (), {"conn": client})()  # the cached hook, with a stubbed client
     return operator
@@ -29,25 +30,33 @@ def sagemaker():
         stubber.assert_no_pending_responses()
 
 
-@pytest.mark.parametrize(("code", "status"), [("ThrottlingException", 400), ("AccessDeniedException", 400),
-                                              ("InternalFailure", 500)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("code", "status"), [("ThrottlingException", 400), ("AccessDeniedException", 400), ("InternalFailure", 500)]
+)
 def test_a_throttled_or_denied_describe_never_leads_to_a_create(sagemaker, code, status):
     client, stubber = sagemaker
-    stubber.add_client_error("describe_model", service_error_code=code, http_status_code=status,
-                             service_message="Rate exceeded")  # fmt: skip
+    stubber.add_client_error(
+        "describe_model", service_error_code=code, http_status_code=status, service_message="Rate exceeded"
+    )
     with pytest.raises(ClientError, match=code):
         operator_with(client)._ensure_model("m-1")  # no create_model was stubbed: a create would fail the stub
 
 
 def test_a_missing_model_and_config_are_created_once(sagemaker):
     client, stubber = sagemaker
-    stubber.add_client_error("describe_model", service_error_code="ValidationException",
-                             service_message="Could not find model")  # fmt: skip
+    stubber.add_client_error(
+        "describe_model", service_error_code="ValidationException", service_message="Could not find model"
+    )
     stubber.add_response("create_model", {"ModelArn": "arn:aws:sagemaker:us-east-1:123456789012:model/m-1"})
-    stubber.add_response("describe_endpoint_config", {
-        "EndpointConfigName": "c-1", "EndpointConfigArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint-config/c-1",
-        "ProductionVariants": [{"VariantName": "AllTraffic", "ModelName": "m-1"}],
-        "CreationTime": "2026-12-07T00:00:00Z"})  # fmt: skip
+    stubber.add_response(
+        "describe_endpoint_config",
+        {
+            "EndpointConfigName": "c-1",
+            "EndpointConfigArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint-config/c-1",
+            "ProductionVariants": [{"VariantName": "AllTraffic", "ModelName": "m-1"}],
+            "CreationTime": "2026-12-07T00:00:00Z",
+        },
+    )
     operator = operator_with(client)
     operator._ensure_model("m-1")
     operator._ensure_config("c-1", "m-1")  # it exists: nothing is created
@@ -57,12 +66,20 @@ def test_a_missing_model_and_config_are_created_once(sagemaker):
 def test_an_update_refused_while_another_change_runs_waits_only_if_the_endpoint_is_busy(sagemaker, status, waits):
     """The refusal's words are not an API: the endpoint's own status decides (any wording of the message)."""
     client, stubber = sagemaker
-    stubber.add_client_error("update_endpoint", service_error_code="ValidationException",
-                             service_message="some wording SageMaker may change")  # fmt: skip
-    stubber.add_response("describe_endpoint", {
-        "EndpointName": "ep-1", "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/ep-1",
-        "EndpointConfigName": "c-0", "EndpointStatus": status, "CreationTime": "2026-12-07T00:00:00Z",
-        "LastModifiedTime": "2026-12-07T00:00:00Z"})  # fmt: skip
+    stubber.add_client_error(
+        "update_endpoint", service_error_code="ValidationException", service_message="some wording SageMaker may change"
+    )
+    stubber.add_response(
+        "describe_endpoint",
+        {
+            "EndpointName": "ep-1",
+            "EndpointArn": "arn:aws:sagemaker:us-east-1:123456789012:endpoint/ep-1",
+            "EndpointConfigName": "c-0",
+            "EndpointStatus": status,
+            "CreationTime": "2026-12-07T00:00:00Z",
+            "LastModifiedTime": "2026-12-07T00:00:00Z",
+        },
+    )
     operator = operator_with(client)
     if waits:
         assert operator._update("c-0", "c-1").recheck

@@ -11,8 +11,7 @@ import torch
 
 from mlscale.operators import SageMakerBatchEvaluationOperator
 from mlscale.specs import EvaluationSpec, SpecError
-from tests.conftest import ROLE_ARN
-from tests.conftest import model_tar
+from tests.conftest import ROLE_ARN, model_tar
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator
@@ -34,25 +33,42 @@ def held_out(clients):
     labels = rng.integers(0, 10, 200)
     features = np.eye(10)[labels] + rng.normal(0, 0.05, (200, 10))
     s3 = clients["s3"]
-    s3.put_object(Bucket="mlscale-test", Key="eval-op/features/features-algo-1.csv",
-                  Body="\n".join(",".join(f"{v:.3f}" for v in row) for row in features).encode())
-    s3.put_object(Bucket="mlscale-test", Key="eval-op/labels/labels-algo-1.csv",
-                  Body="\n".join(str(int(v)) for v in labels).encode())
-    models = {"perfect": torch.eye(10), "constant": torch.zeros(10, 10).index_fill_(0, torch.tensor([3]), 1.0),
-              "slightly-worse": torch.eye(10).index_fill_(0, torch.tensor([0]), 0.0)}  # fmt: skip
+    s3.put_object(
+        Bucket="mlscale-test",
+        Key="eval-op/features/features-algo-1.csv",
+        Body="\n".join(",".join(f"{v:.3f}" for v in row) for row in features).encode(),
+    )
+    s3.put_object(
+        Bucket="mlscale-test",
+        Key="eval-op/labels/labels-algo-1.csv",
+        Body="\n".join(str(int(v)) for v in labels).encode(),
+    )
+    models = {
+        "perfect": torch.eye(10),
+        "constant": torch.zeros(10, 10).index_fill_(0, torch.tensor([3]), 1.0),
+        "slightly-worse": torch.eye(10).index_fill_(0, torch.tensor([0]), 0.0),
+    }
     for name, weight in models.items():
-        s3.put_object(Bucket="mlscale-test", Key=f"eval-op/models/{name}/model.tar.gz",
-                      Body=model_tar({"model.pt": scripted(weight)}))
+        s3.put_object(
+            Bucket="mlscale-test",
+            Key=f"eval-op/models/{name}/model.tar.gz",
+            Body=model_tar({"model.pt": scripted(weight)}),
+        )
     return labels
 
 
 def evaluate(model: str, run: str, **overrides) -> dict:
     overrides = {"model_package_group": GROUP, "min_value": 0.9, **overrides}
-    spec = EvaluationSpec(model_artifact=f"s3://mlscale-test/eval-op/models/{model}/model.tar.gz", role_arn=ROLE_ARN,
-                          image_uri="pytorch-inference:2", features_uri="s3://mlscale-test/eval-op/features/",
-                          labels_uri="s3://mlscale-test/eval-op/labels/",
-                          output_uri=f"s3://mlscale-test/eval-op/runs/{run}/", champion_tolerance=0.05,
-                          **overrides)  # fmt: skip
+    spec = EvaluationSpec(
+        model_artifact=f"s3://mlscale-test/eval-op/models/{model}/model.tar.gz",
+        role_arn=ROLE_ARN,
+        image_uri="pytorch-inference:2",
+        features_uri="s3://mlscale-test/eval-op/features/",
+        labels_uri="s3://mlscale-test/eval-op/labels/",
+        output_uri=f"s3://mlscale-test/eval-op/runs/{run}/",
+        champion_tolerance=0.05,
+        **overrides,
+    )
     operator = SageMakerBatchEvaluationOperator(task_id="evaluate", spec=spec, deferrable=False, poll_interval=0.3)
     return operator.execute({"ti": FakeTI("evaluate", run_id=run)})
 
@@ -61,7 +77,9 @@ def test_gate_approves_rejects_and_compares_with_the_champion(emulator, clients,
     first = evaluate("perfect", "run-1")
     assert first["metrics"]["accuracy"] == 1.0 and first["decision"] == "Approved"
     assert "no approved champion yet" in first["reasons"]
-    report = json.loads(clients["s3"].get_object(Bucket="mlscale-test", Key="eval-op/runs/run-1/evaluation.json")["Body"].read())
+    report = json.loads(
+        clients["s3"].get_object(Bucket="mlscale-test", Key="eval-op/runs/run-1/evaluation.json")["Body"].read()
+    )
     assert report["metrics"]["confusion_matrix"][3][3] == int((held_out == 3).sum())
     png = clients["s3"].get_object(Bucket="mlscale-test", Key="eval-op/runs/run-1/confusion_matrix.png")["Body"].read()
     assert png.startswith(b"\x89PNG")
@@ -96,8 +114,9 @@ def test_a_retry_never_takes_its_own_package_for_the_champion(emulator, clients,
     once = evaluate("perfect", "run-candidate", **group)
     again = evaluate("perfect", "run-candidate", **group)  # the retry finds its own Approved package, newest
     assert again["model_package_arn"] == once["model_package_arn"]
-    report = json.loads(clients["s3"].get_object(Bucket="mlscale-test",
-                                                 Key="eval-op/runs/run-candidate/evaluation.json")["Body"].read())
+    report = json.loads(
+        clients["s3"].get_object(Bucket="mlscale-test", Key="eval-op/runs/run-candidate/evaluation.json")["Body"].read()
+    )
     assert report["champion"]["arn"] == champion["model_package_arn"]
     assert report["champion"]["value"] == champion["metrics"]["accuracy"]
 
@@ -106,16 +125,25 @@ def test_manual_approval_registers_pending(emulator, clients, held_out):
     assert evaluate("perfect", "run-manual", manual_approval=True)["decision"] == "PendingManualApproval"
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"model_artifact": "s3://mlscale-test/model.pt"}, "model_artifact: must be a model.tar.gz"),
-    ({"min_value": 1.5}, "min_value: must be from 0 to 1"),
-    ({"metric": "auc"}, "metric: must be one of"),
-    ({"model_package_group": "bad_group!"}, "model_package_group: must be 1-63 letters"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"model_artifact": "s3://mlscale-test/model.pt"}, "model_artifact: must be a model.tar.gz"),
+        ({"min_value": 1.5}, "min_value: must be from 0 to 1"),
+        ({"metric": "auc"}, "metric: must be one of"),
+        ({"model_package_group": "bad_group!"}, "model_package_group: must be 1-63 letters"),
+    ],
+)
 def test_bad_evaluation_specs(overrides, message):
-    spec = EvaluationSpec(model_artifact="s3://bkt/m/model.tar.gz", role_arn=ROLE_ARN, image_uri="i",
-                          features_uri="s3://bkt/f/", labels_uri="s3://bkt/l/", output_uri="s3://bkt/o/",
-                          model_package_group="group")  # fmt: skip
+    spec = EvaluationSpec(
+        model_artifact="s3://bkt/m/model.tar.gz",
+        role_arn=ROLE_ARN,
+        image_uri="i",
+        features_uri="s3://bkt/f/",
+        labels_uri="s3://bkt/l/",
+        output_uri="s3://bkt/o/",
+        model_package_group="group",
+    )
     for key, value in overrides.items():
         setattr(spec, key, value)
     with pytest.raises(SpecError, match=message):

@@ -16,8 +16,12 @@ OPERATOR_ARGS = ("enabled", "skip_reason", "deferrable", "poll_interval", "wait_
 
 
 def stage_operator(**overrides) -> FSxLustreStageOperator:
-    spec = dict(data_repository_path="s3://mlscale-test/fsx-op/", subnet_id="subnet-0123456789abcdef0",
-                security_group_ids=["sg-0123456789abcdef0"], file_system_path="/shards")  # fmt: skip
+    spec = dict(
+        data_repository_path="s3://mlscale-test/fsx-op/",
+        subnet_id="subnet-0123456789abcdef0",
+        security_group_ids=["sg-0123456789abcdef0"],
+        file_system_path="/shards",
+    )
     kwargs = dict(task_id="stage_fsx", poll_interval=0.2, deferrable=False)
     for key, value in overrides.items():
         (kwargs if key in OPERATOR_ARGS else spec)[key] = value
@@ -45,13 +49,16 @@ def test_deferrable_waits_in_a_trigger(emulator, clients):
     assert deferred.value.trigger.kind == "fsx_file_system" and deferred.value.method_name == "resume"
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"storage_capacity_gib": 1000}, "storage_capacity_gib: must be 1200 or a multiple of 2400"),
-    ({"deployment_type": "SCRATCH_1"}, "deployment_type: must be SCRATCH_2, PERSISTENT_1 or PERSISTENT_2"),
-    ({"deployment_type": "PERSISTENT_2"}, "per_unit_storage_throughput: must be one of (125, 250, 500, 1000)"),
-    ({"data_repository_path": "/local"}, "data_repository_path: must be an s3://bucket/prefix URI"),
-    ({"subnet_id": ""}, "subnet_id: is required"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"storage_capacity_gib": 1000}, "storage_capacity_gib: must be 1200 or a multiple of 2400"),
+        ({"deployment_type": "SCRATCH_1"}, "deployment_type: must be SCRATCH_2, PERSISTENT_1 or PERSISTENT_2"),
+        ({"deployment_type": "PERSISTENT_2"}, "per_unit_storage_throughput: must be one of (125, 250, 500, 1000)"),
+        ({"data_repository_path": "/local"}, "data_repository_path: must be an s3://bucket/prefix URI"),
+        ({"subnet_id": ""}, "subnet_id: is required"),
+    ],
+)
 def test_bad_stage_inputs_fail_before_any_aws_call(emulator, overrides, message):
     with pytest.raises(SpecError) as error:
         stage_operator(**overrides).execute({"ti": FakeTI("stage_fsx", run_id="manual__fsx-bad")})
@@ -60,6 +67,9 @@ def test_bad_stage_inputs_fail_before_any_aws_call(emulator, overrides, message)
 
 def test_disabled_stage_returns_nothing_and_the_teardown_skips(emulator):
     context = {"ti": FakeTI("stage_fsx", run_id="manual__fsx-3")}
-    assert stage_operator(enabled=False, skip_reason="the advisor chose S3 File").execute(context)["file_system_id"] is None
+    assert (
+        stage_operator(enabled=False, skip_reason="the advisor chose S3 File").execute(context)["file_system_id"]
+        is None
+    )
     with pytest.raises(AirflowSkipException, match="no file system was staged"):
         FSxDeleteFileSystemOperator(task_id="delete_fsx", file_system_id="None").execute(context)

@@ -11,14 +11,13 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk.exceptions import AirflowException
 
+from mlscale.datasets.raw_digits import generate_day
 from mlscale.hooks.catalog import ensure_parquet_table
 from mlscale.operators import DataQualityOperator
 from mlscale.specs import QualitySpec
-
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator
-from mlscale.datasets.raw_digits import generate_day
 
 
 def stage(clients, emulator, table: str, duplicate_share: float = 0.0) -> str:
@@ -33,15 +32,26 @@ def stage(clients, emulator, table: str, duplicate_share: float = 0.0) -> str:
     prefix = f"quality/{table}/"
     clients["s3"].put_object(Bucket="mlscale-test", Key=f"{prefix}dt=2026-10-05/part-0.parquet", Body=buffer.getvalue())
     glue = boto3.client("glue", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
-    ensure_parquet_table(glue, "quality_test", table, f"s3://mlscale-test/{prefix}",
-                         {"record_id": "string", "label": "bigint", "pixels": "binary"}, date_partition="dt")  # fmt: skip
+    ensure_parquet_table(
+        glue,
+        "quality_test",
+        table,
+        f"s3://mlscale-test/{prefix}",
+        {"record_id": "string", "label": "bigint", "pixels": "binary"},
+        date_partition="dt",
+    )
     return f"s3://mlscale-test/{prefix}"
 
 
 def operator(table: str, prefix: str, run: str) -> tuple[DataQualityOperator, dict]:
-    spec = QualitySpec(database="quality_test", table=table, partition_start="2026-10-01", data_prefix=prefix,
-                       report_prefix=f"s3://mlscale-test/quality-reports/{table}",
-                       output_location="s3://mlscale-test/athena-results/")  # fmt: skip
+    spec = QualitySpec(
+        database="quality_test",
+        table=table,
+        partition_start="2026-10-01",
+        data_prefix=prefix,
+        report_prefix=f"s3://mlscale-test/quality-reports/{table}",
+        output_location="s3://mlscale-test/athena-results/",
+    )
     op = DataQualityOperator(task_id="quality", spec=spec, poll_interval=0.2, deferrable=False)
     ti = FakeTI("quality", run_id=run)
     return op, {"ti": ti}
@@ -78,27 +88,43 @@ def test_bad_threshold_is_refused_before_any_query(emulator, clients):
         op.execute(context)
 
 
-@pytest.mark.parametrize("field, value, message", [
-    ("database", "mlscale.raw_digits UNION SELECT 1 --", "database: must be an Athena identifier"),
-    ("table", 'raw"; DROP TABLE x', "table: must be an Athena identifier"),
-    ("partition_start", "2026-10-01' OR '1'='1", "partition_start: must be a date YYYY-MM-DD"),
-    ("columns", ["label", "pixels) --"], "columns[1]: must be an Athena identifier"),
-    ("thresholds", {"min_rows": 0}, "thresholds['min_rows']: must be an integer >= 1"),
-    ("thresholds", "{'max_missing_fraction': 2}", "thresholds['max_missing_fraction']: must be a fraction"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("database", "mlscale.raw_digits UNION SELECT 1 --", "database: must be an Athena identifier"),
+        ("table", 'raw"; DROP TABLE x', "table: must be an Athena identifier"),
+        ("partition_start", "2026-10-01' OR '1'='1", "partition_start: must be a date YYYY-MM-DD"),
+        ("columns", ["label", "pixels) --"], "columns[1]: must be an Athena identifier"),
+        ("thresholds", {"min_rows": 0}, "thresholds['min_rows']: must be an integer >= 1"),
+        ("thresholds", "{'max_missing_fraction': 2}", "thresholds['max_missing_fraction']: must be a fraction"),
+    ],
+)
 def test_sql_is_built_from_validated_identifiers_and_dates_only(field, value, message):
     from mlscale.specs import SpecError
 
-    fields = dict(database="db", table="t", data_prefix="s3://mlscale-test/x/", report_prefix="s3://mlscale-test/r",
-                  output_location="s3://mlscale-test/a/")  # fmt: skip
+    fields = dict(
+        database="db",
+        table="t",
+        data_prefix="s3://mlscale-test/x/",
+        report_prefix="s3://mlscale-test/r",
+        output_location="s3://mlscale-test/a/",
+    )
     spec = QualitySpec(**{**fields, field: value})
     with pytest.raises(SpecError, match=re.escape(message)):
         spec.validate()
 
 
 def test_the_aggregate_query_quotes_identifiers_and_dates():
-    spec = QualitySpec(database="mlscale", table="raw_digits", data_prefix="s3://bucket-1/x/", report_prefix="s3://bucket-1/r",
-                       output_location="s3://bucket-1/a/", partition_start="2026-10-04", partition_end="2026-10-11")  # fmt: skip
+    spec = QualitySpec(
+        database="mlscale",
+        table="raw_digits",
+        data_prefix="s3://bucket-1/x/",
+        report_prefix="s3://bucket-1/r",
+        output_location="s3://bucket-1/a/",
+        partition_start="2026-10-04",
+        partition_end="2026-10-11",
+    )
     spec.validate()
     assert spec.aggregate_query().endswith(
-        'FROM "mlscale"."raw_digits" WHERE "dt" >= \'2026-10-04\' AND "dt" < \'2026-10-11\'')
+        'FROM "mlscale"."raw_digits" WHERE "dt" >= \'2026-10-04\' AND "dt" < \'2026-10-11\''
+    )

@@ -9,10 +9,10 @@ import pytest
 from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
-from mlscale.waits.kinds import TRAINING
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.coerce import coerce_fields
 from mlscale.specs.errors import SpecError
+from mlscale.waits.kinds import TRAINING
 
 
 @dataclass
@@ -48,11 +48,19 @@ def test_a_resumed_task_converts_its_rendered_spec_again():
 
 def test_no_wait_returns_what_a_sensor_needs_and_a_failed_event_names_the_reason():
     assert CountingStage(task_id="c", spec=CountSpec(1), wait_for_completion=False).execute({}) == {
-        "kind": "training", "resource_id": "job-1"}
+        "kind": "training",
+        "resource_id": "job-1",
+    }
     failed = {"status": "failed", "kind": "training", "resource_id": "job-1", "state": "Failed", "reason": "OOM"}
     with pytest.raises(AirflowException, match="Training job job-1 failed: OOM"):
         CountingStage(task_id="c", spec=CountSpec(1)).resume({}, failed)
-    error = {"status": "error", "kind": "training", "resource_id": "job-1", "state": None, "reason": "EndpointConnectionError"}
+    error = {
+        "status": "error",
+        "kind": "training",
+        "resource_id": "job-1",
+        "state": None,
+        "reason": "EndpointConnectionError",
+    }
     with pytest.raises(AirflowException, match="Waiting for training job job-1 failed: EndpointConnectionError"):
         CountingStage(task_id="c", spec=CountSpec(1)).resume({}, error)
     assert CountingStage(task_id="c", spec=CountSpec(1)).multiple_outputs  # train.output["key"] works

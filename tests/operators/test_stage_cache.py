@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime, timedelta
 import pyarrow.parquet as pq
 import pytest
 from airflow.sdk.exceptions import AirflowException
+
 from mlscale.hooks.catalog import ensure_parquet_table
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.operators import (
@@ -24,9 +25,8 @@ from mlscale.specs import (
     ProcessingInput,
     ProcessingOutput,
     ProcessingSpec,
-    SpecError,  # fmt: skip
+    SpecError,
 )
-
 from tests.conftest import ROLE_ARN
 from tests.operators.test_training_operator import QUICK, FakeTI, make_operator
 
@@ -83,14 +83,18 @@ def test_without_the_cache_the_fingerprint_is_still_reported_and_a_new_job_runs(
 
 def test_a_hyperparameter_a_code_change_and_the_version_each_miss(emulator, clients, tmp_path, location):
     base = run_training(tmp_path, "changes", "manual__run-1", cache=cache(location))
-    hp = run_training(tmp_path, "changes", "manual__run-2", cache=cache(location), spec={"hyperparameters": {"lr": 0.1}})
+    hp = run_training(
+        tmp_path, "changes", "manual__run-2", cache=cache(location), spec={"hyperparameters": {"lr": 0.1}}
+    )
     code = run_training(tmp_path, "changes", "manual__run-3", script=QUICK + "# a comment\n", cache=cache(location))
     version = run_training(tmp_path, "changes", "manual__run-4", cache=cache(location, version="2"))
     prints = {base["fingerprint"], hp["fingerprint"], code["fingerprint"], version["fingerprint"]}
     assert len(prints) == 4 and not any(r["cache"]["hit"] for r in (hp, code, version))
     assert len(training_jobs(clients, "operator-tests-changes")) == 4
     # and the same hyperparameter again is a hit on its own job
-    again = run_training(tmp_path, "changes", "manual__run-5", cache=cache(location), spec={"hyperparameters": {"lr": 0.1}})
+    again = run_training(
+        tmp_path, "changes", "manual__run-5", cache=cache(location), spec={"hyperparameters": {"lr": 0.1}}
+    )
     assert again["cache"]["reused"] == hp["job_name"]
 
 
@@ -139,18 +143,28 @@ def test_an_expired_entry_or_a_deleted_output_runs_again(emulator, clients, tmp_
 
 
 def test_bad_cache_settings_fail_before_any_aws_call_naming_the_field(tmp_path):
-    for config, message in ((CacheConfig(enabled=True, expire_after="30 days"), "cache.expire_after"),
-                            (CacheConfig(enabled=True, ignored_inputs=["nope"]), "cache.ignored_inputs: 'nope'"),
-                            (CacheConfig(enabled="maybe"), "cache.enabled")):  # fmt: skip
-        operator, context = make_operator(tmp_path, QUICK, "bad-cache", deferrable=False, cache=config,
-                                          region_name="no-such-region-1", aws_conn_id="no_such_connection")  # fmt: skip
+    for config, message in (
+        (CacheConfig(enabled=True, expire_after="30 days"), "cache.expire_after"),
+        (CacheConfig(enabled=True, ignored_inputs=["nope"]), "cache.ignored_inputs: 'nope'"),
+        (CacheConfig(enabled="maybe"), "cache.enabled"),
+    ):
+        operator, context = make_operator(
+            tmp_path,
+            QUICK,
+            "bad-cache",
+            deferrable=False,
+            cache=config,
+            region_name="no-such-region-1",
+            aws_conn_id="no_such_connection",
+        )
         with pytest.raises(SpecError, match=message):
             operator.execute(context)
 
 
 def test_deployment_stages_are_never_cached():
-    spec = EndpointSpec(endpoint_name="never-cached", model_artifact="s3://b/m.tar.gz", role_arn=ROLE_ARN,
-                        image_uri="image:1")  # fmt: skip
+    spec = EndpointSpec(
+        endpoint_name="never-cached", model_artifact="s3://b/m.tar.gz", role_arn=ROLE_ARN, image_uri="image:1"
+    )
     with pytest.raises(ValueError, match="never cached"):
         SageMakerEndpointDeployOperator(task_id="deploy", spec=spec, cache=True)
 
@@ -161,13 +175,20 @@ def test_processing_reuses_across_runs_with_their_own_output_prefixes(emulator, 
     clients["s3"].put_object(Bucket="mlscale-test", Key="cache-proc/in/x.txt", Body=b"x")
 
     def run(run_id: str) -> dict:
-        spec = ProcessingSpec(script=str(script), role_arn=ROLE_ARN, image_uri="example/image:1",
-                              code_location="s3://mlscale-test/cache-proc/code", arguments=["--seed", "7"],
-                              inputs={"data": ProcessingInput("s3://mlscale-test/cache-proc/in/", "/opt/ml/processing/input/data")},
-                              outputs={"out": ProcessingOutput("/opt/ml/processing/output/out",
-                                                               f"s3://mlscale-test/cache-proc/{run_id}/out/")})  # fmt: skip
-        op = SageMakerProcessingScriptOperator(task_id="proc", spec=spec, poll_interval=0.5, deferrable=False,
-                                               cache=cache(location))  # fmt: skip
+        spec = ProcessingSpec(
+            script=str(script),
+            role_arn=ROLE_ARN,
+            image_uri="example/image:1",
+            code_location="s3://mlscale-test/cache-proc/code",
+            arguments=["--seed", "7"],
+            inputs={"data": ProcessingInput("s3://mlscale-test/cache-proc/in/", "/opt/ml/processing/input/data")},
+            outputs={
+                "out": ProcessingOutput("/opt/ml/processing/output/out", f"s3://mlscale-test/cache-proc/{run_id}/out/")
+            },
+        )
+        op = SageMakerProcessingScriptOperator(
+            task_id="proc", spec=spec, poll_interval=0.5, deferrable=False, cache=cache(location)
+        )
         return op.execute({"ti": FakeTI("proc", run_id=run_id)})
 
     first, second = run("run-a"), run("run-b")
@@ -177,23 +198,35 @@ def test_processing_reuses_across_runs_with_their_own_output_prefixes(emulator, 
 
 def test_etl_query_reuses_its_data_until_a_raw_object_changes(emulator, clients, tmp_path, location):
     import boto3
+
     from mlscale.datasets.raw_digits import generate_day
 
     for day in ("2026-10-05", "2026-10-06"):
         buffer = io.BytesIO()
         pq.write_table(generate_day(date.fromisoformat(day), 200), buffer)
-        clients["s3"].put_object(Bucket="mlscale-test", Key=f"cache-raw/dt={day}/part-0.parquet", Body=buffer.getvalue())
+        clients["s3"].put_object(
+            Bucket="mlscale-test", Key=f"cache-raw/dt={day}/part-0.parquet", Body=buffer.getvalue()
+        )
     glue = boto3.client("glue", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
-    ensure_parquet_table(glue, "cache_test", "raw", "s3://mlscale-test/cache-raw/",
-                         {"record_id": "string", "label": "bigint", "pixels": "binary"}, date_partition="dt")  # fmt: skip
+    ensure_parquet_table(
+        glue,
+        "cache_test",
+        "raw",
+        "s3://mlscale-test/cache-raw/",
+        {"record_id": "string", "label": "bigint", "pixels": "binary"},
+        date_partition="dt",
+    )
 
     def run(run_id: str, columns: str = "record_id, label") -> dict:
         target = f"s3://mlscale-test/cache-etl/{run_id}/"
         spec = AthenaEtlSpec(
             query=f"UNLOAD (SELECT {columns} FROM cache_test.raw WHERE dt = '2026-10-05') TO '{target}' "
-                  "WITH (format = 'PARQUET')",
-            database="cache_test", data_prefix=target, output_location="s3://mlscale-test/athena-results/",
-            inputs={"raw": ["s3://mlscale-test/cache-raw/dt=2026-10-05/"]})  # fmt: skip
+            "WITH (format = 'PARQUET')",
+            database="cache_test",
+            data_prefix=target,
+            output_location="s3://mlscale-test/athena-results/",
+            inputs={"raw": ["s3://mlscale-test/cache-raw/dt=2026-10-05/"]},
+        )
         op = AthenaEtlOperator(task_id="etl", spec=spec, poll_interval=0.2, deferrable=False, cache=cache(location))
         return op.execute({"ti": FakeTI("etl", run_id=run_id)})
 
@@ -205,8 +238,11 @@ def test_etl_query_reuses_its_data_until_a_raw_object_changes(emulator, clients,
     clients["s3"].put_object(Bucket="mlscale-test", Key="cache-raw/dt=2026-10-06/part-1.parquet", Body=b"")
     assert run("run-3")["cache"]["hit"] is True
     assert run("run-3b", columns="record_id, label, pixels")["cache"]["hit"] is False  # the SQL changed
-    clients["s3"].copy_object(Bucket="mlscale-test", Key="cache-raw/dt=2026-10-05/part-1.parquet",
-                              CopySource={"Bucket": "mlscale-test", "Key": "cache-raw/dt=2026-10-05/part-0.parquet"})
+    clients["s3"].copy_object(
+        Bucket="mlscale-test",
+        Key="cache-raw/dt=2026-10-05/part-1.parquet",
+        CopySource={"Bucket": "mlscale-test", "Key": "cache-raw/dt=2026-10-05/part-0.parquet"},
+    )
     changed = run("run-4")
     assert changed["cache"]["hit"] is False and changed["data_prefix"].endswith("/run-4/")
 
@@ -216,9 +252,12 @@ def test_a_retried_etl_try_finds_its_runs_query_and_keeps_its_data(emulator, cli
     target = "s3://mlscale-test/retry-etl/run-1/"
 
     def attempt() -> dict:
-        spec = AthenaEtlSpec(query=f"UNLOAD (SELECT 1 AS one) TO '{target}' WITH (format = 'PARQUET')",
-                             database="default", data_prefix=target,
-                             output_location="s3://mlscale-test/athena-results/")  # fmt: skip
+        spec = AthenaEtlSpec(
+            query=f"UNLOAD (SELECT 1 AS one) TO '{target}' WITH (format = 'PARQUET')",
+            database="default",
+            data_prefix=target,
+            output_location="s3://mlscale-test/athena-results/",
+        )
         op = AthenaEtlOperator(task_id="etl-retry", spec=spec, poll_interval=0.2, deferrable=False)
         return op.execute({"ti": FakeTI("etl-retry", run_id="retry-1")})
 

@@ -10,14 +10,17 @@ from airflow.sdk.exceptions import AirflowException, TaskDeferred
 
 from mlscale.links import TrainingJobLink
 from mlscale.operators import SageMakerScriptTrainingOperator
-from mlscale.specs import SpecError, TrainingSpec
 from mlscale.operators.stage import StageOperator
+from mlscale.specs import SpecError, TrainingSpec
 from mlscale.triggers.stage import StageTrigger
 from tests.conftest import ROLE_ARN, first_event
 
 pytestmark = pytest.mark.emulator
 
-QUICK = "import os\nprint('accuracy=0.97', flush=True)\nopen(os.path.join(os.environ['SM_MODEL_DIR'], 'm.txt'), 'w').write('m')\n"
+QUICK = (
+    "import os\nprint('accuracy=0.97', flush=True)\n"
+    "open(os.path.join(os.environ['SM_MODEL_DIR'], 'm.txt'), 'w').write('m')\n"
+)
 FAILING = "raise RuntimeError('out of cheese')\n"
 SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(300)\n"
 
@@ -37,12 +40,19 @@ def make_operator(tmp_path, script: str, task_id: str, **kwargs) -> tuple[SageMa
     source = tmp_path / task_id
     source.mkdir(exist_ok=True)
     (source / "train.py").write_text(script)
-    spec_fields = dict(entry_point="train.py", source_dir=str(source), role_arn=ROLE_ARN,
-                       output_path="s3://mlscale-test/operator-models", image_uri="example/image:1",
-                       instance_type="ml.c5.xlarge", metric_definitions={"accuracy": r"accuracy=([0-9.]+)"})  # fmt: skip
+    spec_fields = dict(
+        entry_point="train.py",
+        source_dir=str(source),
+        role_arn=ROLE_ARN,
+        output_path="s3://mlscale-test/operator-models",
+        image_uri="example/image:1",
+        instance_type="ml.c5.xlarge",
+        metric_definitions={"accuracy": r"accuracy=([0-9.]+)"},
+    )
     spec_fields.update(kwargs.pop("spec", {}))
-    operator = SageMakerScriptTrainingOperator(task_id=task_id, spec=TrainingSpec(**spec_fields),
-                                               poll_interval=0.5, **kwargs)  # fmt: skip
+    operator = SageMakerScriptTrainingOperator(
+        task_id=task_id, spec=TrainingSpec(**spec_fields), poll_interval=0.5, **kwargs
+    )
     return operator, {"ti": FakeTI(task_id)}
 
 
@@ -110,8 +120,9 @@ def _no_trigger_hold(no_trigger_hold):
     pass
 
 
-def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(emulator, clients, tmp_path, capfd,
-                                                                         monkeypatch):
+def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(
+    emulator, clients, tmp_path, capfd, monkeypatch
+):
     # a short hold keeps the test quick; the job itself ends sooner than it
     monkeypatch.setenv("AIRFLOW__MLSCALE__FIRST_EVENT_DELAY", "4")
     operator, context = make_operator(tmp_path, QUICK, "deferred")
@@ -159,13 +170,27 @@ def test_neo_compilation_operator_compiles_and_reuses_on_retry(emulator, clients
 
     buffer = io.BytesIO()
     torch.jit.save(torch.jit.trace(torch.nn.Linear(64, 10).eval(), torch.rand(1, 64)), buffer)
-    clients["s3"].put_object(Bucket="mlscale-test", Key="neo-op/model.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()}))
-    spec = CompilationSpec("s3://mlscale-test/neo-op/model.tar.gz", ROLE_ARN, "s3://mlscale-test/neo-op/out/",
-                           {"input0": [1, 64]}, target_device="ml_g4dn")  # fmt: skip
+    clients["s3"].put_object(
+        Bucket="mlscale-test", Key="neo-op/model.tar.gz", Body=model_tar({"model.pt": buffer.getvalue()})
+    )
+    spec = CompilationSpec(
+        "s3://mlscale-test/neo-op/model.tar.gz",
+        ROLE_ARN,
+        "s3://mlscale-test/neo-op/out/",
+        {"input0": [1, 64]},
+        target_device="ml_g4dn",
+    )
     context = {"ti": FakeTI("compile")}
-    first = SageMakerNeoCompilationOperator(task_id="compile", spec=spec, deferrable=False, poll_interval=0.3).execute(context)
-    assert first["compiled_artifact"] == "s3://mlscale-test/neo-op/out/model-ml_g4dn.tar.gz" and first["target"] == "ml_g4dn"
-    again = SageMakerNeoCompilationOperator(task_id="compile", spec=spec, deferrable=False, poll_interval=0.3).execute(context)
+    first = SageMakerNeoCompilationOperator(task_id="compile", spec=spec, deferrable=False, poll_interval=0.3).execute(
+        context
+    )
+    assert (
+        first["compiled_artifact"] == "s3://mlscale-test/neo-op/out/model-ml_g4dn.tar.gz"
+        and first["target"] == "ml_g4dn"
+    )
+    again = SageMakerNeoCompilationOperator(task_id="compile", spec=spec, deferrable=False, poll_interval=0.3).execute(
+        context
+    )
     assert again == first  # the completed job is found and reused, not compiled twice
 
 

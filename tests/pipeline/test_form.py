@@ -14,5 +14,7 @@ def test_the_poll_interval_default_is_the_setting(monkeypatch):
 @pytest.mark.parametrize("value", ["0", "2.5", "soon", "301"])
 def test_a_bad_poll_interval_setting_names_the_setting_and_the_rule(monkeypatch, value):
     monkeypatch.setenv("AIRFLOW__MLSCALE__POLL_INTERVAL", value)
-    with pytest.raises(ValueError, match=r"\[mlscale\] poll_interval = .*: must be a whole number of seconds from 1 to 300"):
+    with pytest.raises(
+        ValueError, match=r"\[mlscale\] poll_interval = .*: must be a whole number of seconds from 1 to 300"
+    ):
         pipeline_form("db")

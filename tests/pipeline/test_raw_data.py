@@ -21,7 +21,9 @@ QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/raw-data-test-arri
 @pytest.fixture
 def aws():
     with mock_aws():
-        clients = SimpleNamespace(**{name: boto3.client(name, region_name="us-east-1") for name in ("s3", "sqs", "glue")})
+        clients = SimpleNamespace(
+            **{name: boto3.client(name, region_name="us-east-1") for name in ("s3", "sqs", "glue")}
+        )
         clients.s3.create_bucket(Bucket=BUCKET)
         yield clients
 
@@ -40,8 +42,13 @@ def test_a_producer_run_loads_the_day_before_its_logical_date_or_yesterday():
 def test_each_missing_day_is_written_then_marked_complete_and_a_retry_writes_only_what_is_unfinished(aws):
     days = raw_data.days_ending(date(2026, 10, 3), 3)
     assert raw_data.write_partitions(aws.s3, aws.glue, BUCKET, "rawdb", days, 100) == [
-        "2026-10-01", "2026-10-02", "2026-10-03"]  # fmt: skip
-    assert keys(aws.s3, "mlscale/raw/_markers/") == [f"mlscale/raw/_markers/dt=2026-10-0{d}/_SUCCESS" for d in (1, 2, 3)]
+        "2026-10-01",
+        "2026-10-02",
+        "2026-10-03",
+    ]
+    assert keys(aws.s3, "mlscale/raw/_markers/") == [
+        f"mlscale/raw/_markers/dt=2026-10-0{d}/_SUCCESS" for d in (1, 2, 3)
+    ]
     assert len(keys(aws.s3, "mlscale/raw/digits/")) == 3  # markers stay out of the table's location
     table = aws.glue.get_table(DatabaseName="rawdb", Name="raw_digits")["Table"]
     assert table["StorageDescriptor"]["Location"] == f"s3://{BUCKET}/mlscale/raw/digits/"
@@ -75,14 +82,22 @@ def test_a_notice_reaches_the_queue_and_names_the_days_the_pipeline_trains_up_to
     # a notification of the user's own on the bucket is kept
     other = aws.sqs.create_queue(QueueName="someone-elses")["QueueUrl"]
     other_arn = aws.sqs.get_queue_attributes(QueueUrl=other, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    aws.s3.put_bucket_notification_configuration(Bucket=BUCKET, NotificationConfiguration={"QueueConfigurations": [
-        {"Id": "theirs", "QueueArn": other_arn, "Events": ["s3:ObjectRemoved:*"]}]})  # fmt: skip
+    aws.s3.put_bucket_notification_configuration(
+        Bucket=BUCKET,
+        NotificationConfiguration={
+            "QueueConfigurations": [{"Id": "theirs", "QueueArn": other_arn, "Events": ["s3:ObjectRemoved:*"]}]
+        },
+    )
     for _ in range(2):  # idempotent
-        arn = raw_data.ensure_arrival_notifications(aws.s3, aws.sqs, BUCKET, raw_data.arrivals_prefix(BUCKET), QUEUE_URL)
+        arn = raw_data.ensure_arrival_notifications(
+            aws.s3, aws.sqs, BUCKET, raw_data.arrivals_prefix(BUCKET), QUEUE_URL
+        )
     config = aws.s3.get_bucket_notification_configuration(Bucket=BUCKET)["QueueConfigurations"]
     assert sorted(c["Id"] for c in config) == ["mlscale-raw-arrivals", "theirs"]
     assert arn.endswith(":raw-data-test-arrivals")
-    policy = json.loads(aws.sqs.get_queue_attributes(QueueUrl=QUEUE_URL, AttributeNames=["Policy"])["Attributes"]["Policy"])
+    policy = json.loads(
+        aws.sqs.get_queue_attributes(QueueUrl=QUEUE_URL, AttributeNames=["Policy"])["Attributes"]["Policy"]
+    )
     assert policy["Statement"][0]["Principal"] == {"Service": "s3.amazonaws.com"}
 
     raw_data.write_partitions(aws.s3, aws.glue, BUCKET, "rawdb", [date(2026, 10, 3)], 100)  # data: no event
@@ -100,11 +115,20 @@ def test_the_days_of_several_events_are_merged_and_foreign_messages_ignored():
     def message(key: str) -> dict:
         return {"Body": json.dumps({"Records": [{"s3": {"object": {"key": key}}}]})}
 
-    batch = [message("mlscale/raw/_arrivals/dt%3D2026-10-05/run-a.json"), {"Body": "not json"},
-             {"Body": json.dumps({"Event": "s3:TestEvent"})}, message("other/key.json")]  # fmt: skip
+    batch = [
+        message("mlscale/raw/_arrivals/dt%3D2026-10-05/run-a.json"),
+        {"Body": "not json"},
+        {"Body": json.dumps({"Event": "s3:TestEvent"})},
+        message("other/key.json"),
+    ]
     later = [message("mlscale/raw/_arrivals/dt%3D2026-10-07/run-b.json")]
-    events = {"asset": [SimpleNamespace(extra={"payload": {"message_batch": batch}}),
-                        SimpleNamespace(extra={"payload": {"message_batch": later}}), SimpleNamespace(extra={})]}  # fmt: skip
+    events = {
+        "asset": [
+            SimpleNamespace(extra={"payload": {"message_batch": batch}}),
+            SimpleNamespace(extra={"payload": {"message_batch": later}}),
+            SimpleNamespace(extra={}),
+        ]
+    }
     assert raw_data.arrived_days(events) == [date(2026, 10, 5), date(2026, 10, 7)]
     assert raw_data.arrived_days(None) == [] and raw_data.arrived_days({}) == []
 
@@ -115,8 +139,10 @@ def test_a_run_started_by_new_data_trains_on_the_week_ending_with_the_newest_day
     assert (start.to_date_string(), end.to_date_string()) == ("2026-11-26", "2026-12-03")
 
 
-@pytest.mark.parametrize("run_type, announce, notices", [
-    ("scheduled", True, 1), ("manual", True, 1), ("backfill", True, 0), ("manual", False, 0)])  # fmt: skip
+@pytest.mark.parametrize(
+    "run_type, announce, notices",
+    [("scheduled", True, 1), ("manual", True, 1), ("backfill", True, 0), ("manual", False, 0)],
+)
 def test_the_producer_announces_new_days_except_for_backfills_or_when_told_not_to(aws, run_type, announce, notices):
     from mlscale.pipeline.steps import produce_raw_days
 

@@ -39,10 +39,14 @@ def test_deploy_targets_follow_the_param_and_backfills_deploy_nothing():
 
 def test_training_channels_read_fsx_when_staged():
     s3 = training_channels("s3://b1/train/", "s3://b1/test/", {"file_system_id": None}, "subnet-1", "sg-1")
-    assert s3 == {"inputs": {"train": "s3://b1/train/", "test": "s3://b1/test/"}, "subnets": [],
-                  "security_group_ids": []}  # fmt: skip
-    fsx = training_channels("s3://b1/train/", "s3://b1/test/", {"file_system_id": "fs-1", "directory_path": "/m/shards"},
-                            "subnet-1", "sg-1")  # fmt: skip
+    assert s3 == {
+        "inputs": {"train": "s3://b1/train/", "test": "s3://b1/test/"},
+        "subnets": [],
+        "security_group_ids": [],
+    }
+    fsx = training_channels(
+        "s3://b1/train/", "s3://b1/test/", {"file_system_id": "fs-1", "directory_path": "/m/shards"}, "subnet-1", "sg-1"
+    )
     assert fsx["inputs"]["train"] == {"file_system_id": "fs-1", "directory_path": "/m/shards"}
     assert fsx["subnets"] == ["subnet-1"] and fsx["security_group_ids"] == ["sg-1"]
 
@@ -54,17 +58,22 @@ def test_plan_refuses_an_empty_interval_and_sizes_the_shards():
     plan = plan_training_data({"rows": 70_000, "bytes": 20_000_000, "objects": 7}, params, 1)
     assert plan["shard_count"] == plan["shards"]["shards"] and plan["shard_count"] % 2 == 0
     assert plan["fsx_enabled"] is False and plan["input_mode"] in ("File", "FastFile")
-    forced = plan_training_data({"rows": 70_000, "bytes": 20_000_000, "objects": 7}, {**params, "storage": "fsx_lustre"}, 1)
+    forced = plan_training_data(
+        {"rows": 70_000, "bytes": 20_000_000, "objects": 7}, {**params, "storage": "fsx_lustre"}, 1
+    )
     assert forced["fsx_enabled"] is True and forced["fsx_storage_capacity_gib"] >= 1200
 
 
-@pytest.mark.parametrize("overrides, message", [
-    ({"target_device": "bogus"}, "params.target_device: must be a Neo TargetDevice"),
-    ({"quality": {"max_dupes": 0.1}}, "params.quality: unknown threshold 'max_dupes'"),
-    ({"quality": "{'min_rows': 0}"}, "params.quality['min_rows']: must be an integer >= 1"),
-    ({"quality": {"min_rows": True}}, "params.quality['min_rows']: must be an integer >= 1"),
-    ({"instance_type": "ml.bogus.xlarge"}, "params.instance_type: is not a SageMaker TrainingInstanceType"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"target_device": "bogus"}, "params.target_device: must be a Neo TargetDevice"),
+        ({"quality": {"max_dupes": 0.1}}, "params.quality: unknown threshold 'max_dupes'"),
+        ({"quality": "{'min_rows': 0}"}, "params.quality['min_rows']: must be an integer >= 1"),
+        ({"quality": {"min_rows": True}}, "params.quality['min_rows']: must be an integer >= 1"),
+        ({"instance_type": "ml.bogus.xlarge"}, "params.instance_type: is not a SageMaker TrainingInstanceType"),
+    ],
+)
 def test_a_run_with_bad_params_fails_at_its_first_task(overrides, message):
     from mlscale.pipeline.params import check_run_params
     from mlscale.specs import SpecError

@@ -33,8 +33,9 @@ def test_a_workflow_airflow_config_trains_through_the_providers_operator(v2_resu
 
     config = v2_results["airflow_training_config"]
     upload = config["S3Operations"]["S3Upload"][0]  # the operator takes it out of the config
-    operator = SageMakerTrainingOperator(task_id="train", config=config, wait_for_completion=True, check_interval=1,
-                                         print_log=False, deferrable=False)  # fmt: skip
+    operator = SageMakerTrainingOperator(
+        task_id="train", config=config, wait_for_completion=True, check_interval=1, print_log=False, deferrable=False
+    )
     result = operator.execute({"ti": None})
     assert result["Training"]["TrainingJobStatus"] == "Completed", result["Training"].get("FailureReason")
     assert clients["s3"].head_object(Bucket=upload["Bucket"], Key=upload["Key"])["ContentLength"] > 0

@@ -25,8 +25,9 @@ def test_model_trainer_runs_its_drivers_with_the_role_the_sdk_made(v3_results, e
     iam = boto3.client("iam", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
 
     def decision(action: str, resource: str = "*") -> str:
-        answer = iam.simulate_principal_policy(PolicySourceArn=v3_results["role"], ActionNames=[action],
-                                               ResourceArns=[resource])  # fmt: skip
+        answer = iam.simulate_principal_policy(
+            PolicySourceArn=v3_results["role"], ActionNames=[action], ResourceArns=[resource]
+        )
         return answer["EvaluationResults"][0]["EvalDecision"]
 
     job_arn = "arn:aws:sagemaker:us-east-1:123456789012:training-job/sdk-v3-x"

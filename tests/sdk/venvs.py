@@ -91,9 +91,20 @@ class SdkVenv:
         # uv: pip took 2 minutes and 105 CPU-seconds for v3's 130 packages here, uv 8 s (the CPU a 2-core
         # machine's other tests need)
         uv = str(Path(sys.executable).parent / "uv")
-        steps = [[uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(self.path)],
-                 [uv, "pip", "install", "--quiet", "--python", str(self.python), "-c", str(self.constraints),
-                  self.requirement]]  # fmt: skip
+        steps = [
+            [uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(self.path)],
+            [
+                uv,
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                str(self.python),
+                "-c",
+                str(self.constraints),
+                self.requirement,
+            ],
+        ]
         for step in steps:
             done = subprocess.run(step, capture_output=True, text=True, timeout=BUILD_SECONDS)
             if done.returncode != 0:
@@ -103,13 +114,20 @@ class SdkVenv:
     def _run(self) -> subprocess.CompletedProcess:
         """The script with nothing of this process's environment but the emulator's address and dummy keys."""
         work = Path(tempfile.mkdtemp(prefix=f"sdk-{self.name}-", dir=_emulator["home"]))
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work),
-               "AWS_ENDPOINT_URL": _emulator["endpoint_url"], "AWS_ACCESS_KEY_ID": "testing",
-               "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-               "SDK_TEST_ROLE": "arn:aws:iam::123456789012:role/mlscale-test",
-               "SDK_TEST_BUCKET": self.bucket}  # fmt: skip
-        return subprocess.run([str(self.python), str(self.script)], env=env, cwd=work, capture_output=True,
-                              text=True, timeout=RUN_SECONDS)  # fmt: skip
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(work),
+            "TMPDIR": str(work),
+            "AWS_ENDPOINT_URL": _emulator["endpoint_url"],
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "SDK_TEST_ROLE": "arn:aws:iam::123456789012:role/mlscale-test",
+            "SDK_TEST_BUCKET": self.bucket,
+        }
+        return subprocess.run(
+            [str(self.python), str(self.script)], env=env, cwd=work, capture_output=True, text=True, timeout=RUN_SECONDS
+        )
 
 
 V2 = SdkVenv("v2", "sagemaker==2.257.7", HERE / "constraints-v2.txt", "v2_frameworks.py", "sdk-v2-test")

@@ -15,8 +15,8 @@ from airflow.sdk.exceptions import (
 
 from mlscale.sensors import FSxFileSystemSensor, GreengrassDeploymentSensor, TrainingJobSensor
 from mlscale.triggers.stage import StageTrigger
-from tests.operators.test_training_operator import FakeTI, make_operator
 from tests.conftest import first_event
+from tests.operators.test_training_operator import FakeTI, make_operator
 from tests.triggers.test_stage_trigger import QUICK, SLEEPER, start_job
 
 pytestmark = [pytest.mark.emulator, pytest.mark.usefixtures("no_trigger_hold")]
@@ -33,12 +33,14 @@ def context(task_id: str = "sense") -> dict:
 
 def test_submit_then_sense_two_tasks(emulator, clients, tmp_path, capfd):
     """wait_for_completion=False ends the stage at the create; the sensor waits and returns the result."""
-    operator, ctx = make_operator(tmp_path, QUICK.replace("step=1 loss=0.5", "accuracy=0.97"), "submitonly",
-                                  wait_for_completion=False)  # fmt: skip
+    operator, ctx = make_operator(
+        tmp_path, QUICK.replace("step=1 loss=0.5", "accuracy=0.97"), "submitonly", wait_for_completion=False
+    )
     submitted = operator.execute(ctx)
     assert submitted["status"] == "InProgress" and submitted["job_name"].startswith("operator-tests-submitonly")
-    sensor = TrainingJobSensor(task_id="sense", job_name=submitted["job_name"], mode="poke", poke_interval=0.3,
-                               deferrable=False)  # fmt: skip
+    sensor = TrainingJobSensor(
+        task_id="sense", job_name=submitted["job_name"], mode="poke", poke_interval=0.3, deferrable=False
+    )
     result = sensor.execute(context())
     assert result["status"] == "Completed" and result["final_metrics"] == {"accuracy": 0.97}
     assert result["model_artifact"].endswith(f"/{submitted['job_name']}/output/model.tar.gz")
@@ -60,8 +62,9 @@ def test_deferrable_by_default_over_the_stage_trigger(emulator, clients):
 
 def test_reschedule_mode_frees_the_slot_while_the_job_runs(emulator, clients):
     start_job(clients, "sensor-rescheduled", SLEEPER)
-    sensor = TrainingJobSensor(task_id="sense", job_name="sensor-rescheduled", mode="reschedule", poke_interval=5,
-                               deferrable=False)  # fmt: skip
+    sensor = TrainingJobSensor(
+        task_id="sense", job_name="sensor-rescheduled", mode="reschedule", poke_interval=5, deferrable=False
+    )
     with pytest.raises(AirflowRescheduleException):
         sensor.execute(context())
     clients["sagemaker"].stop_training_job(TrainingJobName="sensor-rescheduled")
@@ -85,8 +88,9 @@ def test_timeout(emulator, clients):
     start_job(clients, "sensor-timeout", SLEEPER)
     started = time.monotonic()
     with pytest.raises(AirflowSensorTimeout):
-        TrainingJobSensor(task_id="sense", job_name="sensor-timeout", mode="poke", poke_interval=0.3, timeout=1,
-                          deferrable=False).execute(context())  # fmt: skip
+        TrainingJobSensor(
+            task_id="sense", job_name="sensor-timeout", mode="poke", poke_interval=0.3, timeout=1, deferrable=False
+        ).execute(context())
     assert time.monotonic() - started < 30
     clients["sagemaker"].stop_training_job(TrainingJobName="sensor-timeout")
 
@@ -95,10 +99,15 @@ def test_fsx_and_greengrass_sensors_name_their_resources(emulator):
     import boto3
 
     fsx = boto3.client("fsx", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
-    fs = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=["subnet-0123456789abcdef0"],
-                                LustreConfiguration={"DeploymentType": "SCRATCH_2"})["FileSystem"]  # fmt: skip
-    result = FSxFileSystemSensor(task_id="sense", file_system_id=fs["FileSystemId"], mode="poke", poke_interval=0.2,
-                                 deferrable=False).execute(context())  # fmt: skip
+    fs = fsx.create_file_system(
+        FileSystemType="LUSTRE",
+        StorageCapacity=1200,
+        SubnetIds=["subnet-0123456789abcdef0"],
+        LustreConfiguration={"DeploymentType": "SCRATCH_2"},
+    )["FileSystem"]
+    result = FSxFileSystemSensor(
+        task_id="sense", file_system_id=fs["FileSystemId"], mode="poke", poke_interval=0.2, deferrable=False
+    ).execute(context())
     assert result["lifecycle"] == "AVAILABLE" and result["mount_name"]
     fsx.delete_file_system(FileSystemId=fs["FileSystemId"])
     device = GreengrassDeploymentSensor(task_id="sense", deployment_id="d-1", thing_name="thing-1")

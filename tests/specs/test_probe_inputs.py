@@ -12,14 +12,24 @@ from tests.specs.test_stage_specs import compilation, endpoint, fsx
 
 
 def training(**overrides) -> TrainingSpec:
-    fields = dict(entry_point="train.py", source_dir=str(TRAINING_DIR), role_arn=ROLE_ARN,
-                  image_uri="image:1", output_path="s3://bucket-1/models")  # fmt: skip
+    fields = dict(
+        entry_point="train.py",
+        source_dir=str(TRAINING_DIR),
+        role_arn=ROLE_ARN,
+        image_uri="image:1",
+        output_path="s3://bucket-1/models",
+    )
     return TrainingSpec(**{**fields, **overrides})
 
 
 def quality(**overrides) -> QualitySpec:
-    fields = dict(database="mlscale", table="raw_digits", data_prefix="s3://bucket-1/etl/",
-                  report_prefix="s3://bucket-1/quality/", output_location="s3://bucket-1/athena/")  # fmt: skip
+    fields = dict(
+        database="mlscale",
+        table="raw_digits",
+        data_prefix="s3://bucket-1/etl/",
+        report_prefix="s3://bucket-1/quality/",
+        output_location="s3://bucket-1/athena/",
+    )
     return QualitySpec(**{**fields, **overrides})
 
 
@@ -35,11 +45,15 @@ BAD = [
     (quality, {"table": "raw_digits\n"}, "table: "),
     (quality, {"database": "mlscale\n"}, "database: "),
     (quality, {"thresholds": {"min_rows": True}}, "thresholds['min_rows']: must be an integer >= 1"),
-    (compilation, {"input_shapes": {"input0": [1, True]}}, "input_shapes['input0']: must be a list of positive integers"),
+    (
+        compilation,
+        {"input_shapes": {"input0": [1, True]}},
+        "input_shapes['input0']: must be a list of positive integers",
+    ),
     (endpoint, {"endpoint_name": "e-1\n"}, "endpoint_name: must be 1-63 letters, digits and '-'"),
     (endpoint, {"sample_body": "{not json"}, "sample_body: must be JSON (application/json)"),
     (fsx, {"storage_capacity_gib": True}, "storage_capacity_gib"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("make", "overrides", "message"), BAD, ids=[m for _, _, m in BAD])
@@ -60,15 +74,18 @@ def test_resource_names_refuse_a_trailing_newline():
     assert NAME_PATTERN.match("train-1") and not NAME_PATTERN.match("train-1\n")
 
 
-@pytest.mark.parametrize(("option", "value", "rule"), [
-    ("bucket", "my bucket", "must be an S3 bucket name"),
-    ("bucket", "probe..bkt", "no '..'"),
-    ("role_arn", "not-an-arn", "must be an IAM role ARN"),
-    ("first_event_delay", "abc", "must be a number of seconds"),
-    ("first_event_delay", "-1", "0 or more"),
-    ("batch_cluster", "{bad json", "must be a JSON object"),
-    ("cache_location", "bucket/prefix", "must be empty or an s3://bucket/prefix URI"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("option", "value", "rule"),
+    [
+        ("bucket", "my bucket", "must be an S3 bucket name"),
+        ("bucket", "probe..bkt", "no '..'"),
+        ("role_arn", "not-an-arn", "must be an IAM role ARN"),
+        ("first_event_delay", "abc", "must be a number of seconds"),
+        ("first_event_delay", "-1", "0 or more"),
+        ("batch_cluster", "{bad json", "must be a JSON object"),
+        ("cache_location", "bucket/prefix", "must be empty or an s3://bucket/prefix URI"),
+    ],
+)
 def test_settings_are_checked_when_read_naming_the_option(monkeypatch, option, value, rule):
     from mlscale.settings import SettingError, setting
 
@@ -88,14 +105,17 @@ def test_the_fsx_stage_refuses_an_enabled_flag_that_is_not_a_boolean():
     assert skipped["file_system_id"] is None
 
 
-@pytest.mark.parametrize(("conf", "said"), [
-    ("{bad", "the params are not JSON"),
-    ("[1, 2]", "must be a JSON object"),
-    ('{"epoch": 3}', "unknown param 'epoch'"),
-    ('{"instance_count": true}', "param 'instance_count': True is not of type 'integer'"),
-    ('{"database": "raw\\n"}', "param 'database':"),
-    ('{"records_per_day": 0}', "records_per_day must be a whole number of records"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("conf", "said"),
+    [
+        ("{bad", "the params are not JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"epoch": 3}', "unknown param 'epoch'"),
+        ('{"instance_count": true}', "param 'instance_count': True is not of type 'integer'"),
+        ('{"database": "raw\\n"}', "param 'database':"),
+        ('{"records_per_day": 0}', "records_per_day must be a whole number of records"),
+    ],
+)
 def test_mlscale_demos_params_are_checked_naming_what_is_wrong(conf, said):
     from mlscale.demo import run_conf
 
@@ -113,7 +133,12 @@ def test_mlscale_demo_says_it_in_one_line_before_it_starts_anything(tmp_path):
 
     env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_REPO": str(REPO)}
     env.pop("AIRFLOW_HOME", None)
-    done = subprocess.run([sys.executable, "-m", "mlscale.cli", "demo", '{"epoch": 3}'], env=env,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "mlscale.cli", "demo", '{"epoch": 3}'],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2 and done.stderr.startswith("mlscale demo: unknown param 'epoch'")
     assert done.stderr.count("\n") == 1 and not (tmp_path / "emulator").exists()

@@ -22,26 +22,57 @@ APP = str(REPO / "include" / "edge" / "inference_app.py")
 
 
 def processing(**overrides) -> ProcessingSpec:
-    fields = dict(script=SHARD, role_arn=ROLE_ARN, image_uri="image:1", code_location="s3://bucket-1/code",
-                  inputs={"data": ProcessingInput("s3://bucket-1/in/", "/opt/ml/processing/input/data")},
-                  outputs={"out": ProcessingOutput("/opt/ml/processing/output/x", "s3://bucket-1/out/")})  # fmt: skip
+    fields = dict(
+        script=SHARD,
+        role_arn=ROLE_ARN,
+        image_uri="image:1",
+        code_location="s3://bucket-1/code",
+        inputs={"data": ProcessingInput("s3://bucket-1/in/", "/opt/ml/processing/input/data")},
+        outputs={"out": ProcessingOutput("/opt/ml/processing/output/x", "s3://bucket-1/out/")},
+    )
     return ProcessingSpec(**{**fields, **overrides})
 
 
 def endpoint(**overrides) -> EndpointSpec:
-    return EndpointSpec(**{**dict(endpoint_name="e-1", model_artifact="s3://bucket-1/m.tar.gz", role_arn=ROLE_ARN,
-                                  image_uri="image:1"), **overrides})  # fmt: skip
+    return EndpointSpec(
+        **{
+            **dict(
+                endpoint_name="e-1", model_artifact="s3://bucket-1/m.tar.gz", role_arn=ROLE_ARN, image_uri="image:1"
+            ),
+            **overrides,
+        }
+    )
 
 
 def evaluation(**overrides) -> EvaluationSpec:
-    return EvaluationSpec(**{**dict(model_artifact="s3://bucket-1/m.tar.gz", role_arn=ROLE_ARN, image_uri="image:1",
-                                    features_uri="s3://bucket-1/f/", labels_uri="s3://bucket-1/l/",
-                                    output_uri="s3://bucket-1/o/", model_package_group="g-1"), **overrides})  # fmt: skip
+    return EvaluationSpec(
+        **{
+            **dict(
+                model_artifact="s3://bucket-1/m.tar.gz",
+                role_arn=ROLE_ARN,
+                image_uri="image:1",
+                features_uri="s3://bucket-1/f/",
+                labels_uri="s3://bucket-1/l/",
+                output_uri="s3://bucket-1/o/",
+                model_package_group="g-1",
+            ),
+            **overrides,
+        }
+    )
 
 
 def compilation(**overrides) -> CompilationSpec:
-    return CompilationSpec(**{**dict(model_artifact="s3://bucket-1/m.tar.gz", role_arn=ROLE_ARN,
-                                     output_uri="s3://bucket-1/c/", input_shapes={"input0": [1, 64]}), **overrides})  # fmt: skip
+    return CompilationSpec(
+        **{
+            **dict(
+                model_artifact="s3://bucket-1/m.tar.gz",
+                role_arn=ROLE_ARN,
+                output_uri="s3://bucket-1/c/",
+                input_shapes={"input0": [1, 64]},
+            ),
+            **overrides,
+        }
+    )
 
 
 def fsx(**overrides) -> FSxLustreSpec:
@@ -49,17 +80,32 @@ def fsx(**overrides) -> FSxLustreSpec:
 
 
 def edge(**overrides) -> EdgeDeploymentSpec:
-    return EdgeDeploymentSpec(**{**dict(component_name="com.example.Model", compiled_artifact="s3://bucket-1/c.tar.gz",
-                                        app_source=APP, artifact_prefix="s3://bucket-1/gg/", thing_group_name="fleet-1"),
-                                 **overrides})  # fmt: skip
+    return EdgeDeploymentSpec(
+        **{
+            **dict(
+                component_name="com.example.Model",
+                compiled_artifact="s3://bucket-1/c.tar.gz",
+                app_source=APP,
+                artifact_prefix="s3://bucket-1/gg/",
+                thing_group_name="fleet-1",
+            ),
+            **overrides,
+        }
+    )
 
 
 BAD = [
     (processing, {"instance_type": "ml.c5.bogus"}, "instance_type: is not a SageMaker ProcessingInstanceType"),
-    (processing, {"inputs": {"data": ProcessingInput("s3://bucket-1/in/", "/opt/ml/processing/../../etc")}},
-     "inputs['data'].local_path: must stay below /opt/ml/processing/"),
-    (processing, {"outputs": {"out": ProcessingOutput("/tmp/out", "s3://bucket-1/out/")}},
-     "outputs['out'].local_path: must stay below /opt/ml/processing/"),
+    (
+        processing,
+        {"inputs": {"data": ProcessingInput("s3://bucket-1/in/", "/opt/ml/processing/../../etc")}},
+        "inputs['data'].local_path: must stay below /opt/ml/processing/",
+    ),
+    (
+        processing,
+        {"outputs": {"out": ProcessingOutput("/tmp/out", "s3://bucket-1/out/")}},
+        "outputs['out'].local_path: must stay below /opt/ml/processing/",
+    ),
     (processing, {"instance_count": "-1"}, "instance_count: must be an integer from 1 to 100"),
     (processing, {"arguments": "--shards 2"}, "arguments: must be a list"),
     (endpoint, {"instance_type": "ml.c5.bogus"}, "instance_type: is not a SageMaker ProductionVariantInstanceType"),

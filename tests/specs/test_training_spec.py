@@ -41,40 +41,79 @@ BAD_SPECS = [
     ({"image_uri": None, "framework": "pytorch"}, "framework_version: is required with framework='pytorch'"),
     ({"instance_type": "g5.2xlarge"}, "instance_type: must look like ml.<family>.<size>"),
     ({"instance_type": "ml.c5.bogus"}, "instance_type: is not a SageMaker TrainingInstanceType"),
-    ({"instance_type": "ml.c5.large"}, "instance_type: is not a SageMaker TrainingInstanceType (botocore's list) (got 'ml.c5.large')"),  # endpoints only
+    (
+        {"instance_type": "ml.c5.large"},
+        "instance_type: is not a SageMaker TrainingInstanceType (botocore's list) (got 'ml.c5.large')",
+    ),  # endpoints only
     ({"hyperparameters": {"lr": float("nan")}}, "hyperparameters['lr']: must be JSON"),
-    ({"hyperparameters": {"lr": float("inf")}}, "hyperparameters['lr']: must be JSON: a string, number, boolean, list or mapping, not NaN or infinity (Out of range float values are not JSON compliant) (got inf)"),
+    (
+        {"hyperparameters": {"lr": float("inf")}},
+        "hyperparameters['lr']: must be JSON: a string, number, boolean, list or mapping, not NaN or infinity"
+        " (Out of range float values are not JSON compliant) (got inf)",
+    ),
     ({"hyperparameters": {"callback": object()}}, "hyperparameters['callback']: must be JSON"),
-    ({"inputs": {"..": "s3://bucket/x/"}}, "inputs['..']: channel names are 1-64 characters of letters, digits, '.', '-' and '_', not only dots"),
+    (
+        {"inputs": {"..": "s3://bucket/x/"}},
+        "inputs['..']: channel names are 1-64 characters of letters, digits, '.', '-' and '_', not only dots",
+    ),
     ({"instance_count": 0}, "instance_count: must be an integer from 1 to 100"),
     ({"instance_count": "two"}, "instance_count: must be an integer (got 'two')"),
     ({"use_spot": "maybe"}, "use_spot: must be true or false (got 'maybe')"),
     ({"hyperparameters": "epochs=3"}, "hyperparameters: must be a dict"),
     ({"distribution": "horovod"}, "distribution: must be one of"),
-    ({"hyperparameters": {"sagemaker_program": "x.py"}}, "hyperparameters['sagemaker_program']: the sagemaker_ prefix is reserved"),
+    (
+        {"hyperparameters": {"sagemaker_program": "x.py"}},
+        "hyperparameters['sagemaker_program']: the sagemaker_ prefix is reserved",
+    ),
     ({"hyperparameters": {"notes": "x" * 2600}}, "hyperparameters['notes']: values are at most 2500 characters"),
     ({"inputs": {"train data": "s3://bucket/x/"}}, "inputs['train data']: channel names are 1-64 characters"),
     ({"inputs": {"train": "/data/train"}}, "inputs['train']: must be an s3://bucket/prefix URI"),
-    ({"inputs": {"train": InputChannel("s3://bucket/x/", distribution="Sharded")}}, "inputs['train'].distribution: must be FullyReplicated or ShardedByS3Key"),
+    (
+        {"inputs": {"train": InputChannel("s3://bucket/x/", distribution="Sharded")}},
+        "inputs['train'].distribution: must be FullyReplicated or ShardedByS3Key",
+    ),
     ({"input_mode": "Pipe"}, "input_mode: must be one of ('File', 'FastFile') (Pipe is replaced by FastFile)"),
     ({"max_runtime_seconds": 29 * 24 * 3600}, "max_runtime_seconds: must be an integer from 1 to 2419200"),
     ({"use_spot": True}, "checkpoint_s3_uri: is required with use_spot=True"),
-    ({"use_spot": True, "checkpoint_s3_uri": "s3://bucket/ckpt", "max_runtime_seconds": 3600, "max_wait_seconds": 60}, "max_wait_seconds: must be >= max_runtime_seconds (3600)"),
+    (
+        {
+            "use_spot": True,
+            "checkpoint_s3_uri": "s3://bucket/ckpt",
+            "max_runtime_seconds": 3600,
+            "max_wait_seconds": 60,
+        },
+        "max_wait_seconds: must be >= max_runtime_seconds (3600)",
+    ),
     ({"max_wait_seconds": 7200}, "max_wait_seconds: only applies with use_spot=True"),
     ({"metric_definitions": {"acc": "accuracy=[0-9.]+"}}, "metric_definitions['acc']: needs exactly one capture group"),
-    ({"metric_definitions": {"acc": "accuracy=([0-9.]+"}}, "metric_definitions['acc']: is not a regular expression RE2 can run"),
+    (
+        {"metric_definitions": {"acc": "accuracy=([0-9.]+"}},
+        "metric_definitions['acc']: is not a regular expression RE2 can run",
+    ),
     ({"environment": {"1BAD": "x"}}, "environment['1BAD']: names match"),
     ({"subnets": ["subnet-1"]}, "subnets: subnets and security_group_ids go together"),
     ({"max_retry_attempts": 31}, "max_retry_attempts: must be an integer from 1 to 30"),
     ({"tags": {"aws:owner": "me"}}, "tags['aws:owner']: the aws: prefix is reserved for AWS"),
     ({"code_location": "bucket/code"}, "code_location: must be an s3://bucket/prefix URI"),
-    ({"inputs": {"train": FileSystemChannel("fs-0123", "/abcd1234/data")}}, "inputs['train']: a file system channel needs subnets and security_group_ids"),
-    ({"inputs": {"train": {"file_system_id": "fs-1", "directory_path": "data"}}, "subnets": ["s"], "security_group_ids": ["g"]}, "inputs['train'].directory_path: must be an absolute path"),
+    (
+        {"inputs": {"train": FileSystemChannel("fs-0123", "/abcd1234/data")}},
+        "inputs['train']: a file system channel needs subnets and security_group_ids",
+    ),
+    (
+        {
+            "inputs": {"train": {"file_system_id": "fs-1", "directory_path": "data"}},
+            "subnets": ["s"],
+            "security_group_ids": ["g"],
+        },
+        "inputs['train'].directory_path: must be an absolute path",
+    ),
     ({"inputs": {"train": {"uri": "s3://b/x"}}}, "inputs: a channel dict has unknown keys"),
-]  # fmt: skip
+]
 
 
-@pytest.mark.parametrize("overrides, message", BAD_SPECS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(BAD_SPECS)])
+@pytest.mark.parametrize(
+    "overrides, message", BAD_SPECS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(BAD_SPECS)]
+)
 def test_bad_spec_is_rejected_naming_field_and_rule(overrides, message):
     with pytest.raises(SpecError) as error:
         good_spec(**overrides).validate()
@@ -89,8 +128,13 @@ def test_every_bad_spec_has_its_own_message():
 def request(**overrides):
     spec = good_spec(**overrides)
     spec.validate()
-    return build_training_request(spec, job_name="job-1", image_uri=spec.image_uri,
-                                  sourcedir_uri="s3://bucket/code/abc/sourcedir.tar.gz", region="eu-west-1")  # fmt: skip
+    return build_training_request(
+        spec,
+        job_name="job-1",
+        image_uri=spec.image_uri,
+        sourcedir_uri="s3://bucket/code/abc/sourcedir.tar.gz",
+        region="eu-west-1",
+    )
 
 
 def test_request_is_what_the_sagemaker_sdk_sends():
@@ -106,19 +150,33 @@ def test_request_is_what_the_sagemaker_sdk_sends():
     assert req["ResourceConfig"] == {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30}
     channels = {c["ChannelName"]: c for c in req["InputDataConfig"]}
     assert channels["train"]["DataSource"]["S3DataSource"] == {
-        "S3DataType": "S3Prefix", "S3Uri": "s3://bucket/data/train/", "S3DataDistributionType": "FullyReplicated"}
+        "S3DataType": "S3Prefix",
+        "S3Uri": "s3://bucket/data/train/",
+        "S3DataDistributionType": "FullyReplicated",
+    }
     assert channels["test"]["InputMode"] == "FastFile"
     assert req["AlgorithmSpecification"]["MetricDefinitions"] == [
-        {"Name": "test:accuracy", "Regex": r"test_accuracy=([0-9.]+)"}]
+        {"Name": "test:accuracy", "Regex": r"test_accuracy=([0-9.]+)"}
+    ]
     assert "CheckpointConfig" not in req and "VpcConfig" not in req
 
 
 def test_request_passes_spot_vpc_kms_and_isolation_through():
-    req = request(use_spot=True, checkpoint_s3_uri="s3://bucket/ckpt", max_runtime_seconds=3600,
-                  max_wait_seconds=7200, subnets=["subnet-1"], security_group_ids=["sg-1"],
-                  volume_kms_key_id="kms-vol", output_kms_key_id="kms-out", enable_network_isolation=True,
-                  encrypt_inter_container_traffic=True, max_retry_attempts=2, tags={"team": "ml"},
-                  environment={"NCCL_DEBUG": "INFO"})  # fmt: skip
+    req = request(
+        use_spot=True,
+        checkpoint_s3_uri="s3://bucket/ckpt",
+        max_runtime_seconds=3600,
+        max_wait_seconds=7200,
+        subnets=["subnet-1"],
+        security_group_ids=["sg-1"],
+        volume_kms_key_id="kms-vol",
+        output_kms_key_id="kms-out",
+        enable_network_isolation=True,
+        encrypt_inter_container_traffic=True,
+        max_retry_attempts=2,
+        tags={"team": "ml"},
+        environment={"NCCL_DEBUG": "INFO"},
+    )
     assert req["EnableManagedSpotTraining"] is True
     assert req["StoppingCondition"] == {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200}
     assert req["CheckpointConfig"] == {"S3Uri": "s3://bucket/ckpt", "LocalPath": "/opt/ml/checkpoints"}
@@ -163,7 +221,9 @@ def test_framework_without_the_sdk_says_how_to_get_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "sagemaker.core", None)
     spec = good_spec(image_uri=None, framework="pytorch", framework_version="2.5")
     spec.validate()
-    with pytest.raises(SpecError, match=r"framework: resolving a framework to its image needs the SageMaker Python SDK"):
+    with pytest.raises(
+        SpecError, match=r"framework: resolving a framework to its image needs the SageMaker Python SDK"
+    ):
         training_image_uri(spec, "us-east-1")
     assert training_image_uri(good_spec(), "us-east-1") == good_spec().image_uri
 
@@ -171,29 +231,51 @@ def test_framework_without_the_sdk_says_how_to_get_it(monkeypatch):
 def test_a_framework_resolves_to_aws_published_image_through_the_sdk():
     from mlscale.images import training_image_uri
 
-    spec = good_spec(image_uri=None, framework="pytorch", framework_version="2.5", py_version="py311",
-                     instance_type="ml.c5.xlarge")  # fmt: skip
+    spec = good_spec(
+        image_uri=None, framework="pytorch", framework_version="2.5", py_version="py311", instance_type="ml.c5.xlarge"
+    )
     spec.validate()
-    assert training_image_uri(spec, "eu-west-1") == "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.5-cpu-py311"
+    assert (
+        training_image_uri(spec, "eu-west-1")
+        == "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.5-cpu-py311"
+    )
     with pytest.raises(SpecError, match="framework_version"):
         training_image_uri(good_spec(image_uri=None, framework="pytorch", framework_version="0.1"), "us-east-1")
 
 
 def test_file_system_channel_from_xcom_dicts():
-    req = request(inputs={"train": {"file_system_id": "fs-0123", "directory_path": "/abcd1234/shards"},
-                          "test": {"s3_uri": "s3://bucket/test/", "input_mode": "FastFile"}},
-                  subnets=["subnet-1"], security_group_ids=["sg-1"])  # fmt: skip
+    req = request(
+        inputs={
+            "train": {"file_system_id": "fs-0123", "directory_path": "/abcd1234/shards"},
+            "test": {"s3_uri": "s3://bucket/test/", "input_mode": "FastFile"},
+        },
+        subnets=["subnet-1"],
+        security_group_ids=["sg-1"],
+    )
     channels = {c["ChannelName"]: c["DataSource"] for c in req["InputDataConfig"]}
-    assert channels["train"] == {"FileSystemDataSource": {"FileSystemId": "fs-0123", "FileSystemType": "FSxLustre",
-                                                          "DirectoryPath": "/abcd1234/shards", "FileSystemAccessMode": "ro"}}
+    assert channels["train"] == {
+        "FileSystemDataSource": {
+            "FileSystemId": "fs-0123",
+            "FileSystemType": "FSxLustre",
+            "DirectoryPath": "/abcd1234/shards",
+            "FileSystemAccessMode": "ro",
+        }
+    }
     assert channels["test"]["S3DataSource"]["S3Uri"] == "s3://bucket/test/"
     assert req["VpcConfig"] == {"Subnets": ["subnet-1"], "SecurityGroupIds": ["sg-1"]}
 
 
 def test_rendered_template_strings_become_the_declared_types():
     """An ordinary DAG (no render_template_as_native_obj) renders every template to a string."""
-    spec = good_spec(instance_count="2", use_spot="False", max_retry_attempts="None", hyperparameters="{'epochs': 3}",
-                      inputs="{'train': 's3://bucket/train/'}", subnets="[]", volume_size_gb=" 40 ")
+    spec = good_spec(
+        instance_count="2",
+        use_spot="False",
+        max_retry_attempts="None",
+        hyperparameters="{'epochs': 3}",
+        inputs="{'train': 's3://bucket/train/'}",
+        subnets="[]",
+        volume_size_gb=" 40 ",
+    )
     spec.validate(check_files=False)
     assert (spec.instance_count, spec.use_spot, spec.max_retry_attempts) == (2, False, None)
     assert spec.hyperparameters == {"epochs": 3} and spec.subnets == [] and spec.volume_size_gb == 40

@@ -49,20 +49,25 @@ class AirflowStack:
         while not any("starting it again" in line for line in self.output[said:]):
             assert time.monotonic() < deadline, "".join(self.output[-20:])
             time.sleep(0.5)
-        while not any(name in " ".join(p.cmdline()) for p in psutil.Process(self.pid).children()
-                      if p.pid != found[0].pid):  # fmt: skip
+        while not any(
+            name in " ".join(p.cmdline()) for p in psutil.Process(self.pid).children() if p.pid != found[0].pid
+        ):
             assert time.monotonic() < deadline, "".join(self.output[-20:])
             time.sleep(0.5)
 
     def api(self) -> httpx.Client:
-        token = httpx.post(f"{self.url}/auth/token", json={"username": self.user, "password": self.password},
-                           timeout=30).raise_for_status().json()["access_token"]  # fmt: skip
+        token = (
+            httpx.post(f"{self.url}/auth/token", json={"username": self.user, "password": self.password}, timeout=30)
+            .raise_for_status()
+            .json()["access_token"]
+        )
         return httpx.Client(base_url=f"{self.url}/api/v2", headers={"Authorization": f"Bearer {token}"}, timeout=60)
 
     def airflow_cli(self, *args: str) -> str:
         """An `airflow` command against this stack's database, as a user types it."""
-        result = subprocess.run([sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True, text=True,
-                                timeout=300)  # fmt: skip
+        result = subprocess.run(
+            [sys.executable, "-m", "airflow", *args], env=self.env, capture_output=True, text=True, timeout=300
+        )
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]
         return result.stdout
 
@@ -73,27 +78,38 @@ class AirflowStack:
     def trigger(self, dag_id: str, conf: dict, logical_date: str | None = None) -> str:
         """A manual run through the REST API (as the UI's Trigger button does); its run id."""
         with self.api() as api:
-            body = api.post(f"/dags/{dag_id}/dagRuns", json={"logical_date": logical_date, "conf": conf},
-                            ).raise_for_status()  # fmt: skip
+            body = api.post(
+                f"/dags/{dag_id}/dagRuns",
+                json={"logical_date": logical_date, "conf": conf},
+            ).raise_for_status()
         return body.json()["dag_run_id"]
 
     def wait_for_runs(self, run_ids: list[str], timeout: float, dag_id: str = DAG_ID) -> dict[str, dict]:
         deadline = time.monotonic() + timeout
         while True:
             with self.api() as api:
-                runs = {r: api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(r)}").raise_for_status().json()
-                        for r in run_ids}  # fmt: skip
+                runs = {
+                    r: api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(r)}").raise_for_status().json()
+                    for r in run_ids
+                }
             if all(run["state"] in TERMINAL_RUN_STATES for run in runs.values()):
                 return runs
             assert time.monotonic() < deadline, f"runs not finished after {timeout:.0f} s: " + ", ".join(
-                f"{r}={run['state']}" for r, run in runs.items())
+                f"{r}={run['state']}" for r, run in runs.items()
+            )
             time.sleep(5)
 
     def runs(self, dag_id: str = DAG_ID, run_type: str | None = None) -> list[dict]:
         """The DAG's runs, oldest first (of one run type: manual, scheduled, backfill, asset_triggered)."""
         with self.api() as api:
-            body = api.get(f"/dags/{dag_id}/dagRuns", params={"run_type": run_type} if run_type else {},
-                           ).raise_for_status().json()  # fmt: skip
+            body = (
+                api.get(
+                    f"/dags/{dag_id}/dagRuns",
+                    params={"run_type": run_type} if run_type else {},
+                )
+                .raise_for_status()
+                .json()
+            )
         return sorted(body["dag_runs"], key=lambda run: run["run_after"])
 
     def wait_for_a_run(self, dag_id: str, run_type: str, timeout: float, besides: set[str] = frozenset()) -> dict:
@@ -122,16 +138,20 @@ class AirflowStack:
         resumed try as a state mismatch; a person takes longer, and the tests answer as a person would."""
         wanted = f"TaskInstance Finished: dag_id={dag_id}, task_id={task_id}, run_id={run_id},"
         deadline = time.monotonic() + timeout
-        while not any(wanted in line and "state=awaiting_input" in line
-                      for line in (self.home / "scheduler.log").read_text(errors="replace").splitlines()):  # fmt: skip
+        while not any(
+            wanted in line and "state=awaiting_input" in line
+            for line in (self.home / "scheduler.log").read_text(errors="replace").splitlines()
+        ):
             assert time.monotonic() < deadline, f"the scheduler never handled {task_id}'s parking"
             time.sleep(1)
 
     def run_minimal_to_the_gate(self, data_prefix: str) -> str:
         """A run of mlscale_minimal with gate_mode=manual, waiting for a person at its `approve` task; its id."""
         self.unpause("mlscale_minimal")
-        run_id = self.trigger("mlscale_minimal", {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5,
-                                                  "gate_mode": "manual", "poll_interval": 2})  # fmt: skip
+        run_id = self.trigger(
+            "mlscale_minimal",
+            {"data_prefix": data_prefix, "epochs": 3, "min_accuracy": 0.5, "gate_mode": "manual", "poll_interval": 2},
+        )
         self.wait_for_task_state(run_id, "approve", "awaiting_input", timeout=600, dag_id="mlscale_minimal")
         self.wait_until_parked(run_id, "approve", "mlscale_minimal")
         return run_id
@@ -139,18 +159,25 @@ class AirflowStack:
     def hitl_detail(self, run_id: str, task_id: str, dag_id: str = DAG_ID) -> dict:
         """A human-in-the-loop task's question, as the UI's Required Actions page reads it."""
         with self.api() as api:
-            return api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/-1"
-                           "/hitlDetails").raise_for_status().json()  # fmt: skip
+            return (
+                api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/-1/hitlDetails")
+                .raise_for_status()
+                .json()
+            )
 
     def answer_hitl(self, run_id: str, task_id: str, option: str, dag_id: str = DAG_ID) -> None:
         with self.api() as api:
-            api.patch(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/-1/hitlDetails",
-                      json={"chosen_options": [option], "params_input": {}}).raise_for_status()  # fmt: skip
+            api.patch(
+                f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/-1/hitlDetails",
+                json={"chosen_options": [option], "params_input": {}},
+            ).raise_for_status()
 
     def xcom(self, run_id: str, task_id: str, dag_id: str = DAG_ID):
         with self.api() as api:
-            response = api.get(f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}"
-                               "/xcomEntries/return_value", params={"deserialize": True, "stringify": False})  # fmt: skip
+            response = api.get(
+                f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}/xcomEntries/return_value",
+                params={"deserialize": True, "stringify": False},
+            )
         return response.raise_for_status().json()["value"]
 
     def extra_links(self, run_id: str, task_id: str) -> dict[str, str | None]:
@@ -176,16 +203,27 @@ class AirflowStack:
 def _start(tmp: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
-    env.update({"MLSCALE_HOME": str(tmp), "MLSCALE_EMULATOR_PORT": str(free_port()), "MLSCALE_REPO": str(REPO),
-                # the worker-kill test waits this long for the dead worker's task to fail (mlscale airflow: 60 s)
-                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
-                # and a SIGKILLed triggerer's triggers move to its replacement after 15 s, not 30
-                "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "15"})  # fmt: skip
+    env.update(
+        {
+            "MLSCALE_HOME": str(tmp),
+            "MLSCALE_EMULATOR_PORT": str(free_port()),
+            "MLSCALE_REPO": str(REPO),
+            # the worker-kill test waits this long for the dead worker's task to fail (mlscale airflow: 60 s)
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
+            # and a SIGKILLed triggerer's triggers move to its replacement after 15 s, not 30
+            "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "15",
+        }
+    )
     # Celery with two workers, as docker-compose.yaml runs Airflow, where Redis's server is installed (make test
     # installs Debian's); else the LocalExecutor
     executor = ["--executor", "celery", "--workers", "2"] if shutil.which("redis-server") else []
-    process = subprocess.Popen([sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port), *executor], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port), *executor],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     return process, port
 
 
@@ -211,10 +249,23 @@ def airflow_stack(tmp_path_factory):
         emulator = re.search(r"The emulator answers at (\S+)\.", "".join(output))
         home = tmp / "airflow"
         env = {key: value for key, value in os.environ.items() if not key.startswith("AIRFLOW")}
-        env.update({"AIRFLOW_HOME": str(home), "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
-                    "AIRFLOW__CORE__LOAD_EXAMPLES": "False"})  # fmt: skip
-        stack = AirflowStack(url=match.group(1), user=match.group(2), password=match.group(3), home=home, env=env,
-                             emulator_url=emulator.group(1), output=output, pid=process.pid)  # fmt: skip
+        env.update(
+            {
+                "AIRFLOW_HOME": str(home),
+                "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            }
+        )
+        stack = AirflowStack(
+            url=match.group(1),
+            user=match.group(2),
+            password=match.group(3),
+            home=home,
+            env=env,
+            emulator_url=emulator.group(1),
+            output=output,
+            pid=process.pid,
+        )
         assert match.group(1) == f"http://localhost:{port}"
         _wait_for_dag(stack, dag_ids=(DAG_ID, PRODUCER, "mlscale_minimal", "mlscale_submit_and_sense"))
         yield stack
@@ -263,8 +314,13 @@ def _wait_for_dag(stack: AirflowStack, timeout: float = 180, dag_ids: tuple[str,
 def emulator_client(stack: AirflowStack, service: str):
     import boto3
 
-    return boto3.client(service, endpoint_url=stack.emulator_url, region_name="us-east-1",
-                        aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    return boto3.client(
+        service,
+        endpoint_url=stack.emulator_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
 
 
 def dump(value) -> str:

@@ -14,8 +14,11 @@ from tests.stack.conftest import PRODUCER, dump, emulator_client
 # in one producer run (a producer backfill, one run a day, does the same and announces nothing either: unit-tested)
 HISTORY = {"records_per_day": 300, "days": 21, "announce": False}
 CONF = '{"epochs": 1, "instance_count": 1, "poll_interval": 2, "min_accuracy": 0.5}'
-RUNS = ["backfill__2026-10-11T00:00:00+00:00", "backfill__2026-10-18T00:00:00+00:00",
-        "backfill__2026-10-25T00:00:00+00:00"]  # fmt: skip
+RUNS = [
+    "backfill__2026-10-11T00:00:00+00:00",
+    "backfill__2026-10-18T00:00:00+00:00",
+    "backfill__2026-10-25T00:00:00+00:00",
+]
 
 
 @pytest.mark.e2e
@@ -30,8 +33,20 @@ def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_n
     notices = [o["Key"] for o in s3.list_objects_v2(Bucket="mlscale-demo", Prefix="mlscale/raw/_arrivals/")["Contents"]]
     assert len(notices) == 1 and live_arrival["notice"].endswith(notices[0]), notices
 
-    stack.airflow_cli("backfill", "create", "--dag-id", "mlscale_pipeline", "--from-date", "2026-10-05",
-                      "--to-date", "2026-10-25", "--max-active-runs", "2", "--dag-run-conf", CONF)  # fmt: skip
+    stack.airflow_cli(
+        "backfill",
+        "create",
+        "--dag-id",
+        "mlscale_pipeline",
+        "--from-date",
+        "2026-10-05",
+        "--to-date",
+        "2026-10-25",
+        "--max-active-runs",
+        "2",
+        "--dag-run-conf",
+        CONF,
+    )
     runs = stack.wait_for_runs(RUNS, timeout=900)
     assert all(run["state"] == "success" for run in runs.values()), stack.failure_report(RUNS)
     assert {run["run_type"] for run in runs.values()} == {"backfill"}
@@ -39,7 +54,10 @@ def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_n
     # each run trained on its own week: the week before its logical date (Airflow 3's @weekly has no interval width)
     windows = [stack.xcom(r, "plan_run") for r in RUNS]
     assert [(w["window_start"], w["window_end"]) for w in windows] == [
-        ("2026-10-04", "2026-10-11"), ("2026-10-11", "2026-10-18"), ("2026-10-18", "2026-10-25")]  # fmt: skip
+        ("2026-10-04", "2026-10-11"),
+        ("2026-10-11", "2026-10-18"),
+        ("2026-10-18", "2026-10-25"),
+    ]
     assert len({w["etl_prefix"] for w in windows}) == 3
 
     trains = [stack.xcom(r, "train") for r in RUNS]
@@ -60,8 +78,12 @@ def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_n
     # three model packages registered, one per run (decisions may differ: each is judged against the champion)
     packages = [stack.xcom(r, "evaluate")["model_package_arn"] for r in RUNS]
     assert len(set(packages)) == 3
-    registered = {p["ModelPackageArn"] for p in sagemaker.list_model_packages(
-        ModelPackageGroupName="mlscale-digits", MaxResults=100)["ModelPackageSummaryList"]}  # fmt: skip
+    registered = {
+        p["ModelPackageArn"]
+        for p in sagemaker.list_model_packages(ModelPackageGroupName="mlscale-digits", MaxResults=100)[
+            "ModelPackageSummaryList"
+        ]
+    }
     assert set(packages) <= registered, dump(registered)
 
     # a backfill never deploys a model trained on older data over the current one
@@ -74,8 +96,12 @@ def test_backfill_retrains_three_past_weeks_registers_three_models_and_deploys_n
     # task gives its slot back while it waits to be queued again, but its job has ended by then.
     assert all(stack.task_states(r)["train"]["pool"] == "mlscale_training" for r in RUNS)
     # other runs' jobs count too; one may still be training (no end time yet): wait for each to end
-    jobs = [wait_for_job(sagemaker, j["TrainingJobName"], timeout=600) for j in sagemaker.list_training_jobs(
-        NameContains="mlscale-pipeline-train", MaxResults=100)["TrainingJobSummaries"]]  # fmt: skip
+    jobs = [
+        wait_for_job(sagemaker, j["TrainingJobName"], timeout=600)
+        for j in sagemaker.list_training_jobs(NameContains="mlscale-pipeline-train", MaxResults=100)[
+            "TrainingJobSummaries"
+        ]
+    ]
     spans = sorted((job["CreationTime"], job["TrainingEndTime"], job["TrainingJobName"]) for job in jobs)
     assert len(spans) >= 3
     for earlier, later in zip(spans, spans[1:]):

@@ -22,8 +22,15 @@ from tests.stack.conftest import DAG_ID, PRODUCER, emulator_client
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SHOTS = Path(os.environ.get("MLSCALE_ARTIFACTS", REPO / "test-artifacts")) / "browser"
 # As Debian's chromium runs on a machine with no internet: no sandbox (root), no calls home.
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]  # fmt: skip
+FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 # Two more days of history, announced to nobody (a second pipeline run is not what this test is about)
 FORM = {"records_per_day": "300", "days": "9"}
 
@@ -181,7 +188,9 @@ def test_a_person_approves_the_model_in_the_ui_and_it_is_deployed(airflow_stack,
     assert states["approve"] == "success" and states["deploy"] == "success", states
     assert stack.xcom(run_id, "approve", dag_id)["decision"] == "Approved"
     described = sagemaker.describe_model_package(ModelPackageName=arn)
-    assert described["ModelApprovalStatus"] == "Approved" and described["ApprovalDescription"].startswith("Approved by ")
+    assert described["ModelApprovalStatus"] == "Approved" and described["ApprovalDescription"].startswith(
+        "Approved by "
+    )
     page.goto(f"{stack.url}/dags/{dag_id}/runs/{urllib.parse.quote(run_id)}")
     page.wait_for_load_state("networkidle")
     shot(page, "08-approved-run")

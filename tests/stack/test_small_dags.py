@@ -14,7 +14,6 @@ from tests.stack.conftest import dump, emulator_client
 pytestmark = pytest.mark.e2e
 
 
-
 def test_submit_then_sensor_for_training_and_the_endpoint(airflow_stack, data_prefix):
     """Also: the triggerer and then the scheduler SIGKILLed while the sensor waits; `mlscale airflow` starts
     each again, and the run goes on to success."""
@@ -33,7 +32,8 @@ def test_submit_then_sensor_for_training_and_the_endpoint(airflow_stack, data_pr
     assert run["state"] == "success", stack.failure_report([run_id], dag_id)
     states = stack.task_states(run_id, dag_id)
     assert {t: ti["state"] for t, ti in states.items()} == dict.fromkeys(
-        ["submit_training", "training_done", "submit_endpoint", "endpoint_in_service"], "success")
+        ["submit_training", "training_done", "submit_endpoint", "endpoint_in_service"], "success"
+    )
     submitted = stack.xcom(run_id, "submit_training", dag_id)
     assert submitted["status"] == "InProgress"  # the stage ended at the create
     trained = stack.xcom(run_id, "training_done", dag_id)
@@ -45,8 +45,9 @@ def test_submit_then_sensor_for_training_and_the_endpoint(airflow_stack, data_pr
     served = stack.xcom(run_id, "endpoint_in_service", dag_id)
     assert served["status"] == "InService" and served["endpoint_name"] == "mlscale-submit-and-sense"
     runtime = emulator_client(stack, "sagemaker-runtime")
-    answer = runtime.invoke_endpoint(EndpointName="mlscale-submit-and-sense", ContentType="application/json",
-                                     Body=json.dumps([[0.0] * 64]))  # fmt: skip
+    answer = runtime.invoke_endpoint(
+        EndpointName="mlscale-submit-and-sense", ContentType="application/json", Body=json.dumps([[0.0] * 64])
+    )
     assert len(json.loads(answer["Body"].read())[0]) == 10  # one score per digit
 
 
@@ -57,7 +58,9 @@ def test_the_minimal_dag_asks_a_person_who_rejects_the_model_through_the_rest_ap
     stack, dag_id = airflow_stack, "mlscale_minimal"
     run_id = stack.run_minimal_to_the_gate(data_prefix)
     evaluation = stack.xcom(run_id, "evaluate", dag_id)
-    assert evaluation["decision"] == "PendingManualApproval" and evaluation["metrics"]["accuracy"] > 0.5, dump(evaluation)
+    assert evaluation["decision"] == "PendingManualApproval" and evaluation["metrics"]["accuracy"] > 0.5, dump(
+        evaluation
+    )
     detail = stack.hitl_detail(run_id, "approve", dag_id)
     assert detail["options"] == ["Approve", "Reject"] and detail["response_received"] is False
     assert "| accuracy |" in detail["body"] and "/mlscale/run?dag_id=mlscale_minimal" in detail["body"]
@@ -67,7 +70,9 @@ def test_the_minimal_dag_asks_a_person_who_rejects_the_model_through_the_rest_ap
     states = {task: ti["state"] for task, ti in stack.task_states(run_id, dag_id).items()}
     assert states["approve"] == "success" and states["deploy"] == "skipped", states
     assert stack.xcom(run_id, "approve", dag_id)["decision"] == "Rejected"
-    package = emulator_client(stack, "sagemaker").describe_model_package(ModelPackageName=evaluation["model_package_arn"])
+    package = emulator_client(stack, "sagemaker").describe_model_package(
+        ModelPackageName=evaluation["model_package_arn"]
+    )
     assert package["ModelApprovalStatus"] == "Rejected" and package["ApprovalDescription"].startswith("Rejected by ")
 
 
@@ -84,14 +89,16 @@ def test_marking_a_deferred_training_task_failed_stops_its_job(airflow_stack, da
     # Airflow calls a trigger's on_kill only while the triggerer runs it: wait until the trigger logs the job
     deadline = time.monotonic() + 300
     while stack.task_states(run_id, dag_id).get("train", {}).get("state") != "deferred" or (
-            f"{name}: Training" not in stack.task_log(run_id, "train", dag_id=dag_id)):
+        f"{name}: Training" not in stack.task_log(run_id, "train", dag_id=dag_id)
+    ):
         assert time.monotonic() < deadline, dump(stack.task_states(run_id, dag_id))
         time.sleep(1)
     sagemaker = emulator_client(stack, "sagemaker")
     assert sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] == "InProgress"
     with stack.api() as api:  # what "Mark as failed" in the UI sends
-        api.patch(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/train",
-                  json={"new_state": "failed"}).raise_for_status()  # fmt: skip
+        api.patch(
+            f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/train", json={"new_state": "failed"}
+        ).raise_for_status()
     deadline = time.monotonic() + 120
     while (status := sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"]) == "InProgress":
         assert time.monotonic() < deadline, f"{name} still {status} after its task was marked failed"
@@ -114,7 +121,9 @@ def test_a_worker_killed_while_a_stage_runs_leaves_one_job_that_the_next_try_rea
     stack.unpause(dag_id)
     run_id = stack.trigger(dag_id, {"data_prefix": data_prefix, "epochs": 2, "poll_interval": 2})
     deadline = time.monotonic() + 300
-    while (train := stack.task_states(run_id, dag_id).get("train", {})).get("state") != "running" or not train.get("pid"):
+    while (train := stack.task_states(run_id, dag_id).get("train", {})).get("state") != "running" or not train.get(
+        "pid"
+    ):
         assert time.monotonic() < deadline, dump(stack.task_states(run_id, dag_id))
         time.sleep(0.1)
     task = psutil.Process(train["pid"])
@@ -132,9 +141,17 @@ def test_a_worker_killed_while_a_stage_runs_leaves_one_job_that_the_next_try_rea
         # decisions for the failed task can see them land after it
         stack.wait_for_runs([run_id], timeout=300, dag_id=dag_id)
         with stack.api() as api:  # what "Clear" on the failed task, with its downstream, in the UI sends
-            api.post(f"/dags/{dag_id}/clearTaskInstances", json={
-                "dry_run": False, "dag_run_id": run_id, "task_ids": ["train"], "include_downstream": True,
-                "only_failed": False, "reset_dag_runs": True}).raise_for_status()  # fmt: skip
+            api.post(
+                f"/dags/{dag_id}/clearTaskInstances",
+                json={
+                    "dry_run": False,
+                    "dag_run_id": run_id,
+                    "task_ids": ["train"],
+                    "include_downstream": True,
+                    "only_failed": False,
+                    "reset_dag_runs": True,
+                },
+            ).raise_for_status()
     run = stack.wait_for_runs([run_id], timeout=600, dag_id=dag_id)[run_id]
     assert run["state"] == "success", stack.failure_report([run_id], dag_id)
     name = resource_name(dag_id, "train", run_id)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from mlscale.waits.kinds import KINDS
 from mlscale.triggers.stage import StageTrigger
+from mlscale.waits.kinds import KINDS
 from tests.conftest import first_event, training_request, upload_source
 
 SLEEPER = "import time\nprint('started', flush=True)\ntime.sleep(300)\n"
@@ -22,9 +22,17 @@ pytestmark = pytest.mark.usefixtures("no_trigger_hold")
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_every_kind_round_trips_through_serialize(kind):
-    trigger = StageTrigger(kind, "resource-1", poll_interval=7, stop_on_kill=True, aws_conn_id="aws_x",
-                           region_name="eu-west-1", verify=False, botocore_config={"retries": {"mode": "standard"}},
-                           next_poll_at=1_800_000_000.5)  # fmt: skip
+    trigger = StageTrigger(
+        kind,
+        "resource-1",
+        poll_interval=7,
+        stop_on_kill=True,
+        aws_conn_id="aws_x",
+        region_name="eu-west-1",
+        verify=False,
+        botocore_config={"retries": {"mode": "standard"}},
+        next_poll_at=1_800_000_000.5,
+    )
     classpath, kwargs = trigger.serialize()
     module, name = classpath.rsplit(".", 1)
     rebuilt = getattr(__import__(module, fromlist=[name]), name)(**kwargs)
@@ -42,8 +50,13 @@ def start_job(clients, name: str, script: str) -> None:
 def test_success_event_and_the_jobs_log_lines(emulator, clients, capfd):
     start_job(clients, "trigger-quick", QUICK)
     event = first_event(StageTrigger("training", "trigger-quick", poll_interval=0.3))
-    assert event == {"status": "success", "kind": "training", "resource_id": "trigger-quick", "state": "Completed",
-                     "reason": None}  # fmt: skip
+    assert event == {
+        "status": "success",
+        "kind": "training",
+        "resource_id": "trigger-quick",
+        "state": "Completed",
+        "reason": None,
+    }
     assert "[algo-1] step=1 loss=0.5" in capfd.readouterr().out
 
 
@@ -80,8 +93,12 @@ def test_fsx_file_system_settles_available(emulator):
     import boto3
 
     fsx = boto3.client("fsx", endpoint_url=emulator.endpoint_url, region_name="us-east-1")
-    fs = fsx.create_file_system(FileSystemType="LUSTRE", StorageCapacity=1200, SubnetIds=["subnet-0123456789abcdef0"],
-                                LustreConfiguration={"DeploymentType": "SCRATCH_2"})["FileSystem"]  # fmt: skip
+    fs = fsx.create_file_system(
+        FileSystemType="LUSTRE",
+        StorageCapacity=1200,
+        SubnetIds=["subnet-0123456789abcdef0"],
+        LustreConfiguration={"DeploymentType": "SCRATCH_2"},
+    )["FileSystem"]
     event = first_event(StageTrigger("fsx_file_system", fs["FileSystemId"], poll_interval=0.2))
     assert event["status"] == "success" and event["state"] == "AVAILABLE"
     fsx.delete_file_system(FileSystemId=fs["FileSystemId"])

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
 from botocore.exceptions import ClientError
 
-from mlscale.waits.kinds import KINDS
 from mlscale.waits import poller as poller_module
+from mlscale.waits.kinds import KINDS
 from mlscale.waits.poller import Poller
 
 
@@ -34,7 +34,7 @@ def clock(monkeypatch):
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class FakeSageMaker:
@@ -49,10 +49,18 @@ class FakeSageMaker:
             raise ClientError({"Error": {"Code": self.refuse, "Message": "Rate exceeded"}}, "ListTrainingJobs")
         changed = sorted(n for n, (_, _, modified) in self.jobs.items() if modified > LastModifiedTimeAfter)
         start = int(NextToken or 0)
-        page = {"TrainingJobSummaries": [{"TrainingJobName": n, "TrainingJobStatus": self.jobs[n][0],
-                                          "SecondaryStatus": self.jobs[n][1], "LastModifiedTime": self.jobs[n][2]}
-                                         for n in changed[start : start + MaxResults]],
-                "ResponseMetadata": {"HTTPHeaders": {"date": format_datetime(now(), usegmt=True)}}}  # fmt: skip
+        page = {
+            "TrainingJobSummaries": [
+                {
+                    "TrainingJobName": n,
+                    "TrainingJobStatus": self.jobs[n][0],
+                    "SecondaryStatus": self.jobs[n][1],
+                    "LastModifiedTime": self.jobs[n][2],
+                }
+                for n in changed[start : start + MaxResults]
+            ],
+            "ResponseMetadata": {"HTTPHeaders": {"date": format_datetime(now(), usegmt=True)}},
+        }
         if start + MaxResults < len(changed):
             page["NextToken"] = str(start + MaxResults)
         return page
@@ -60,12 +68,22 @@ class FakeSageMaker:
     def describe_training_job(self, TrainingJobName):  # noqa: N803
         self.describes += 1
         if TrainingJobName not in self.jobs:
-            raise ClientError({"Error": {"Code": "ValidationException",
-                                         "Message": f"Could not find requested job with name {TrainingJobName}"}},
-                              "DescribeTrainingJob")  # fmt: skip
+            raise ClientError(
+                {
+                    "Error": {
+                        "Code": "ValidationException",
+                        "Message": f"Could not find requested job with name {TrainingJobName}",
+                    }
+                },
+                "DescribeTrainingJob",
+            )
         status, secondary, _ = self.jobs[TrainingJobName]
-        return {"TrainingJobName": TrainingJobName, "TrainingJobStatus": status, "SecondaryStatus": secondary,
-                "FailureReason": "AlgorithmError: boom" if status == "Failed" else None}  # fmt: skip
+        return {
+            "TrainingJobName": TrainingJobName,
+            "TrainingJobStatus": status,
+            "SecondaryStatus": secondary,
+            "FailureReason": "AlgorithmError: boom" if status == "Failed" else None,
+        }
 
 
 def test_a_thousand_training_waits_make_one_list_a_poll_and_no_describe(clock):
@@ -174,8 +192,9 @@ class FakeFSx:
         self.calls += 1
         missing = [i for i in FileSystemIds if i not in self.ids]
         if missing:
-            raise ClientError({"Error": {"Code": "FileSystemNotFound", "Message": f"{missing[0]} not found"}},
-                              "DescribeFileSystems")  # fmt: skip
+            raise ClientError(
+                {"Error": {"Code": "FileSystemNotFound", "Message": f"{missing[0]} not found"}}, "DescribeFileSystems"
+            )
         return {"FileSystems": [{"FileSystemId": i, "Lifecycle": "AVAILABLE"} for i in FileSystemIds]}
 
 

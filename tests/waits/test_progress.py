@@ -1,19 +1,24 @@
 """The progress line in the task log: epoch of total, the MetricDefinitions' latest values, elapsed time."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from mlscale.waits.progress import ProgressReporter
+
 
 def training() -> dict:
     return {
         "TrainingJobName": "train-1",
         "TrainingJobStatus": "InProgress",
         "SecondaryStatus": "Training",
-        "TrainingStartTime": datetime.now(timezone.utc) - timedelta(seconds=75),
+        "TrainingStartTime": datetime.now(UTC) - timedelta(seconds=75),
         "HyperParameters": {"epochs": "4", "lr": "0.003"},
-        "AlgorithmSpecification": {"MetricDefinitions": [{"Name": "train:loss", "Regex": r"train_loss=([0-9.]+)"},
-                                                         {"Name": "test:accuracy", "Regex": r"test_accuracy=([0-9.]+)"}]},
-    }  # fmt: skip
+        "AlgorithmSpecification": {
+            "MetricDefinitions": [
+                {"Name": "train:loss", "Regex": r"train_loss=([0-9.]+)"},
+                {"Name": "test:accuracy", "Regex": r"test_accuracy=([0-9.]+)"},
+            ]
+        },
+    }
 
 
 def reporter() -> ProgressReporter:
@@ -24,18 +29,27 @@ def test_a_new_epoch_gives_one_line_with_the_latest_metrics_and_elapsed_time():
     progress = reporter()
     job = training()
     assert progress.update(job, ["[algo-1] host=algo-1 rank=0 world_size=2"]) == []
-    lines = progress.update(job, ["[algo-1] epoch=1 train_loss=0.9000 test_loss=0.5 test_accuracy=0.8000",
-                                       "[algo-2] epoch=1 train_loss=0.8000 test_loss=0.5 test_accuracy=0.8100"])
-    assert lines == ["progress: train-1: Training, epoch 1/4 (25%), test:accuracy=0.8100 train:loss=0.8000, "
-                     "1m15s elapsed"]  # fmt: skip
+    lines = progress.update(
+        job,
+        [
+            "[algo-1] epoch=1 train_loss=0.9000 test_loss=0.5 test_accuracy=0.8000",
+            "[algo-2] epoch=1 train_loss=0.8000 test_loss=0.5 test_accuracy=0.8100",
+        ],
+    )
+    assert lines == [
+        "progress: train-1: Training, epoch 1/4 (25%), test:accuracy=0.8100 train:loss=0.8000, 1m15s elapsed"
+    ]
     assert progress.update(job, ["[algo-1] epoch=1 data_wait_fraction=0.1"]) == []  # same epoch: quiet
     assert "epoch 3/4 (75%)" in progress.update(job, ["[algo-1] epoch=3 train_loss=0.1"])[0]
 
 
 def test_quiet_jobs_still_report_every_interval():
     progress = ProgressReporter("ProcessingJobName", "ProcessingJobStatus", every_seconds=0)
-    processing = {"ProcessingJobName": "shard-1", "ProcessingJobStatus": "InProgress",
-                  "ProcessingStartTime": datetime.now(timezone.utc) - timedelta(hours=1, seconds=3)}  # fmt: skip
+    processing = {
+        "ProcessingJobName": "shard-1",
+        "ProcessingJobStatus": "InProgress",
+        "ProcessingStartTime": datetime.now(UTC) - timedelta(hours=1, seconds=3),
+    }
     assert progress.update(processing, []) == ["progress: shard-1: InProgress, 1h00m03s elapsed"]
 
 

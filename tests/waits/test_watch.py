@@ -10,11 +10,10 @@ from mlscale.waits.kinds import KINDS
 
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch):
-    from mlscale.waits import log_budget, poller
-
     from collections import OrderedDict
 
     from mlscale.hooks import clients
+    from mlscale.waits import log_budget, poller
 
     monkeypatch.setattr(clients, "_hooks", OrderedDict())
     monkeypatch.setattr(clients, "_digests", {})
@@ -87,8 +86,10 @@ def test_throttled_log_reads_never_fail_the_wait_and_say_so_once():
     polls = [wait.poll() for _ in range(3)]
     assert all(kind.status(description) == "InProgress" for description, _ in polls)
     said = [line for _, lines in polls for line in lines if "paused" in line]
-    assert said == ["Log lines paused (tried again at each poll): ClientError: An error occurred "
-                    "(ThrottlingException) when calling the GetLogEvents operation: Rate exceeded"]
+    assert said == [
+        "Log lines paused (tried again at each poll): ClientError: An error occurred "
+        "(ThrottlingException) when calling the GetLogEvents operation: Rate exceeded"
+    ]
     assert "[algo-1] epoch=1 loss=0.5" in polls[2][1]  # the lines come once the reads are answered again
 
 
@@ -154,8 +155,20 @@ def test_a_describe_after_list_summaries_says_only_what_is_new():
     said again."""
     kind = KINDS["training"]
     summary = {"TrainingJobName": "j", "TrainingJobStatus": "InProgress", "SecondaryStatus": "Training"}
-    described = {**summary, "TrainingJobStatus": "Failed", "SecondaryStatus": "Failed", "SecondaryStatusTransitions": [
-        {"Status": "Starting"}, {"Status": "Training"}, {"Status": "Failed", "StatusMessage": "AlgorithmError"}]}
+    described = {
+        **summary,
+        "TrainingJobStatus": "Failed",
+        "SecondaryStatus": "Failed",
+        "SecondaryStatusTransitions": [
+            {"Status": "Starting"},
+            {"Status": "Training"},
+            {"Status": "Failed", "StatusMessage": "AlgorithmError"},
+        ],
+    }
     assert watch.status_lines(kind, summary, None) == ["j: Training"]
     assert watch.status_lines(kind, described, summary) == ["j: Failed - AlgorithmError"]
-    assert watch.status_lines(kind, described, None) == ["j: Starting - ", "j: Training - ", "j: Failed - AlgorithmError"]
+    assert watch.status_lines(kind, described, None) == [
+        "j: Starting - ",
+        "j: Training - ",
+        "j: Failed - AlgorithmError",
+    ]

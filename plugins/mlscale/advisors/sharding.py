@@ -24,13 +24,22 @@ class ShardPlan:
         return asdict(self)
 
 
-def plan_shards(dataset_bytes: int, records: int, instances: int, loader_workers: int = 1,
-                target_shard_bytes: int = TARGET_SHARD_BYTES) -> ShardPlan:  # fmt: skip
+def plan_shards(
+    dataset_bytes: int,
+    records: int,
+    instances: int,
+    loader_workers: int = 1,
+    target_shard_bytes: int = TARGET_SHARD_BYTES,
+) -> ShardPlan:
     """Shards of about `target_shard_bytes`, at least one per reader on every instance: each loader worker, or the
     training process itself when it loads without workers (`loader_workers` 0)."""
-    for field, value, low in (("dataset_bytes", dataset_bytes, 1), ("records", records, 1),
-                              ("instances", instances, 1), ("loader_workers", loader_workers, 0),
-                              ("target_shard_bytes", target_shard_bytes, 1)):  # fmt: skip
+    for field, value, low in (
+        ("dataset_bytes", dataset_bytes, 1),
+        ("records", records, 1),
+        ("instances", instances, 1),
+        ("loader_workers", loader_workers, 0),
+        ("target_shard_bytes", target_shard_bytes, 1),
+    ):
         if not is_int(value) or value < low:
             raise SpecError(field, f"must be an integer >= {low}", value)
     per_instance = max(1, loader_workers)

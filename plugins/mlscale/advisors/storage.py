@@ -54,7 +54,11 @@ class StorageNeeds:
             ("object_count", self.object_count >= 1, "must be >= 1"),
             ("epochs", 1 <= self.epochs <= 10_000, "must be from 1 to 10000"),
             ("instances", 1 <= self.instances <= 1_000, "must be from 1 to 1000"),
-            ("gpus_per_instance", 1 <= self.gpus_per_instance <= 64, "must be from 1 to 64 (count a CPU instance as 1)"),
+            (
+                "gpus_per_instance",
+                1 <= self.gpus_per_instance <= 64,
+                "must be from 1 to 64 (count a CPU instance as 1)",
+            ),
             ("samples_per_second_per_gpu", self.samples_per_second_per_gpu > 0, "must be > 0"),
             ("bytes_per_sample", self.bytes_per_sample > 0, "must be > 0"),
             ("s3_prefixes", self.s3_prefixes >= 1, "must be >= 1"),
@@ -104,32 +108,53 @@ def advise_storage(needs: StorageNeeds) -> StorageChoice:
     average_object = needs.dataset_bytes / needs.object_count
     # Packing only helps when there is enough data to fill a shard of the recommended size.
     small_objects = average_object < SMALL_OBJECT_BYTES and needs.dataset_bytes >= MIN_SHARD_BYTES
-    common = dict(required_mb_per_s=round(required / MB, 1), s3_capacity_mb_per_s=round(s3_capacity / MB, 1),
-                  pack_into_shards=small_objects)  # fmt: skip
-    shard_note = (f" Objects average {average_object / MB:.1f} MB: pack them into ~150 MB-1 GB shards."
-                  if small_objects else "")  # fmt: skip
+    common = dict(
+        required_mb_per_s=round(required / MB, 1),
+        s3_capacity_mb_per_s=round(s3_capacity / MB, 1),
+        pack_into_shards=small_objects,
+    )
+    shard_note = (
+        f" Objects average {average_object / MB:.1f} MB: pack them into ~150 MB-1 GB shards." if small_objects else ""
+    )
 
     if needs.data_on_efs:
-        return StorageChoice("efs", None, "The data already lives on EFS: mount it (FileSystemDataSource) "
-                             "rather than copy it." + shard_note, **common)  # fmt: skip
+        return StorageChoice(
+            "efs",
+            None,
+            "The data already lives on EFS: mount it (FileSystemDataSource) rather than copy it." + shard_note,
+            **common,
+        )
     if needs.dataset_bytes <= FILE_MODE_MAX_BYTES:
-        return StorageChoice("s3", "File", f"{_size(needs.dataset_bytes)} fits File mode (below "
-                             f"{FILE_MODE_MAX_BYTES / GB:.0f} GB): each instance copies it once and reads it "
-                             "locally every epoch." + shard_note, **common)  # fmt: skip
+        return StorageChoice(
+            "s3",
+            "File",
+            f"{_size(needs.dataset_bytes)} fits File mode (below "
+            f"{FILE_MODE_MAX_BYTES / GB:.0f} GB): each instance copies it once and reads it "
+            "locally every epoch." + shard_note,
+            **common,
+        )
     if required <= s3_capacity and not small_objects:
-        return StorageChoice("s3", "FastFile", f"Training needs {required / MB:.0f} MB/s; S3 can stream "
-                             f"{s3_capacity / MB:.0f} MB/s from {needs.s3_prefixes} prefix(es) with "
-                             f"{average_object / MB:.0f} MB objects, so stream it with FastFile: no copy, "
-                             "no file system to pay for.", **common)  # fmt: skip
+        return StorageChoice(
+            "s3",
+            "FastFile",
+            f"Training needs {required / MB:.0f} MB/s; S3 can stream "
+            f"{s3_capacity / MB:.0f} MB/s from {needs.s3_prefixes} prefix(es) with "
+            f"{average_object / MB:.0f} MB objects, so stream it with FastFile: no copy, "
+            "no file system to pay for.",
+            **common,
+        )
     return _fsx_choice(needs, required, s3_capacity, small_objects, shard_note, common)
 
 
 def _fsx_choice(needs, required, s3_capacity, small_objects, shard_note, common) -> StorageChoice:
     data_gib = needs.dataset_bytes / GIB
     required_mbps = required / MB
-    why_not_s3 = (f"{needs.object_count} objects averaging {needs.dataset_bytes / needs.object_count / MB:.1f} MB "
-                  "spend S3's request budget" if small_objects and required <= s3_capacity else
-                  f"training needs {required_mbps:.0f} MB/s, more than S3's ~{s3_capacity / MB:.0f} MB/s")  # fmt: skip
+    why_not_s3 = (
+        f"{needs.object_count} objects averaging {needs.dataset_bytes / needs.object_count / MB:.1f} MB "
+        "spend S3's request budget"
+        if small_objects and required <= s3_capacity
+        else f"training needs {required_mbps:.0f} MB/s, more than S3's ~{s3_capacity / MB:.0f} MB/s"
+    )
     if needs.reuse_across_jobs:
         capacity = fsx_capacity_gib(data_gib)
         for tier in PERSISTENT_2_TIERS:
@@ -144,8 +169,17 @@ def _fsx_choice(needs, required, s3_capacity, small_objects, shard_note, common)
         capacity = fsx_capacity_gib(max(data_gib, required_mbps / tier * TIB_GIB))
         deployment = "SCRATCH_2"
     throughput = capacity / TIB_GIB * tier
-    reason = (f"{needs.dataset_bytes / GB:.0f} GB is past File mode and {why_not_s3}: stage it to FSx for "
-              f"Lustre {deployment}, {capacity} GiB at {tier} MB/s/TiB = {throughput:.0f} MB/s"
-              f"{' (kept between jobs)' if needs.reuse_across_jobs else ' (deleted after training)'}." + shard_note)  # fmt: skip
-    return StorageChoice("fsx_lustre", None, reason, fsx_deployment_type=deployment, fsx_storage_capacity_gib=capacity,
-                         fsx_throughput_mb_per_s_per_tib=tier, **common)  # fmt: skip
+    reason = (
+        f"{needs.dataset_bytes / GB:.0f} GB is past File mode and {why_not_s3}: stage it to FSx for "
+        f"Lustre {deployment}, {capacity} GiB at {tier} MB/s/TiB = {throughput:.0f} MB/s"
+        f"{' (kept between jobs)' if needs.reuse_across_jobs else ' (deleted after training)'}." + shard_note
+    )
+    return StorageChoice(
+        "fsx_lustre",
+        None,
+        reason,
+        fsx_deployment_type=deployment,
+        fsx_storage_capacity_gib=capacity,
+        fsx_throughput_mb_per_s_per_tib=tier,
+        **common,
+    )

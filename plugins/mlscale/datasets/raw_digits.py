@@ -44,11 +44,13 @@ def generate_day(day: date, records: int):
     noise = rng.normal(0, 0.03, size=images.shape)
     pixels = np.clip((images * contrast + noise) * 255, 0, 255).astype(np.uint8).reshape(records, -1)
     ids = [f"{day:%Y%m%d}-{i:08d}" for i in range(records)]
-    return pa.table({
-        "record_id": pa.array(ids, pa.string()),
-        "label": pa.array(digits.target[picks].astype("int64")),
-        "pixels": pa.array([row.tobytes() for row in pixels], pa.binary()),
-    })  # fmt: skip
+    return pa.table(
+        {
+            "record_id": pa.array(ids, pa.string()),
+            "label": pa.array(digits.target[picks].astype("int64")),
+            "pixels": pa.array([row.tobytes() for row in pixels], pa.binary()),
+        }
+    )
 
 
 def write_day(s3_client, bucket: str, prefix: str, day: date, records: int) -> dict:

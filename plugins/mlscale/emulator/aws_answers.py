@@ -40,8 +40,9 @@ def install() -> None:
         except HTTPException:
             raise  # moto's own AWS-shaped errors are HTTPExceptions that Flask renders
         except NotImplementedError as error:
-            return _answer(request, 501, "NotImplemented",
-                           f"The emulator does not implement {operation(request)}: {error}")  # fmt: skip
+            return _answer(
+                request, 501, "NotImplemented", f"The emulator does not implement {operation(request)}: {error}"
+            )
         except Exception as error:  # noqa: BLE001 - a bug of moto's or the emulator's: still AWS's shape
             log.exception("the emulator failed %s", operation(request))
             return _answer(request, 500, "InternalFailure", f"The emulator failed {operation(request)}: {error!r}")
@@ -77,7 +78,10 @@ def _typed(request: Any, response: Any) -> Any:
 def _answer(request: Any, status: int, code: str, message: str) -> Any:
     from flask import Response
 
-    kind = guard.protocol(request.headers.get("X-Amz-Target"), request.headers.get("Content-Type", ""),
-                          request.headers.get("Authorization", ""))
+    kind = guard.protocol(
+        request.headers.get("X-Amz-Target"),
+        request.headers.get("Content-Type", ""),
+        request.headers.get("Authorization", ""),
+    )
     headers, body = guard.error_parts(kind, status, code, message)
     return Response(response=body, status=status, headers=dict(headers))

@@ -34,13 +34,23 @@ def unmodelled(template: dict, resource_map) -> list[tuple[str, str]]:
 def _create_resources(self) -> None:
     _moto_create_resources(self)
     for logical_id, kind in unmodelled(self.template_dict, self.resource_map):
-        reason = (f"Not created: the mlscale emulator (moto) does not model {kind}; on AWS this resource is "
-                  "created, here nothing stands for it")  # fmt: skip
+        reason = (
+            f"Not created: the mlscale emulator (moto) does not model {kind}; on AWS this resource is "
+            "created, here nothing stands for it"
+        )
         log.warning("stack %s: %s (%s) %s", self.name, logical_id, kind, reason)
-        self.events.append(cfn_models.Event(
-            stack_id=self.stack_id, stack_name=self.name, logical_resource_id=logical_id, physical_resource_id="",
-            resource_type=kind, resource_status="CREATE_COMPLETE", resource_status_reason=reason,
-            resource_properties=None))  # fmt: skip
+        self.events.append(
+            cfn_models.Event(
+                stack_id=self.stack_id,
+                stack_name=self.name,
+                logical_resource_id=logical_id,
+                physical_resource_id="",
+                resource_type=kind,
+                resource_status="CREATE_COMPLETE",
+                resource_status_reason=reason,
+                resource_properties=None,
+            )
+        )
 
 
 # -- deleting what moto's CloudFormation creates but cannot delete (a stack's delete then left them behind,
@@ -65,14 +75,17 @@ def _install_deletes() -> None:
 
     deletes = {
         internet_gateways.InternetGateway: lambda self, a, r: _ec2(r, a).delete_internet_gateway(self.id),
-        vpn_gateway.VPCGatewayAttachment: lambda self, a, r: _ec2(r, a).detach_internet_gateway(self.gateway_id,
-                                                                                                  self.vpc_id),
+        vpn_gateway.VPCGatewayAttachment: lambda self, a, r: _ec2(r, a).detach_internet_gateway(
+            self.gateway_id, self.vpc_id
+        ),
         route_tables.RouteTable: lambda self, a, r: _ec2(r, a).delete_route_table(self.id),
-        route_tables.Route: lambda self, a, r: _ec2(r, a).delete_route(self.route_table.id, self.destination_cidr_block),
+        route_tables.Route: lambda self, a, r: _ec2(r, a).delete_route(
+            self.route_table.id, self.destination_cidr_block
+        ),
         batch.ComputeEnvironment: lambda self, a, r: _batch(r, a).delete_compute_environment(self.arn),
         batch.JobQueue: lambda self, a, r: _batch(r, a).delete_job_queue(self.arn),
         batch.JobDefinition: lambda self, a, r: _batch(r, a).deregister_job_definition(self.arn),
-    }  # fmt: skip
+    }
     for model, delete in deletes.items():
         model.delete = _already_gone_is_deleted(delete)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 from urllib.parse import unquote, urlparse
 
 from botocore.exceptions import ClientError
@@ -32,20 +32,36 @@ def _call(method: str, field: str):
 
 
 PAGES = {
-    "training-jobs": Page("Training job", "sagemaker", _call("describe_training_job", "TrainingJobName"),
-                          "/aws/sagemaker/TrainingJobs"),
-    "processing-jobs": Page("Processing job", "sagemaker", _call("describe_processing_job", "ProcessingJobName"),
-                            "/aws/sagemaker/ProcessingJobs"),
-    "transform-jobs": Page("Batch transform job", "sagemaker", _call("describe_transform_job", "TransformJobName"),
-                           "/aws/sagemaker/TransformJobs"),
-    "compilation-jobs": Page("Compilation job", "sagemaker",
-                             _call("describe_compilation_job", "CompilationJobName"), "/aws/sagemaker/CompilationJobs"),
+    "training-jobs": Page(
+        "Training job", "sagemaker", _call("describe_training_job", "TrainingJobName"), "/aws/sagemaker/TrainingJobs"
+    ),
+    "processing-jobs": Page(
+        "Processing job",
+        "sagemaker",
+        _call("describe_processing_job", "ProcessingJobName"),
+        "/aws/sagemaker/ProcessingJobs",
+    ),
+    "transform-jobs": Page(
+        "Batch transform job",
+        "sagemaker",
+        _call("describe_transform_job", "TransformJobName"),
+        "/aws/sagemaker/TransformJobs",
+    ),
+    "compilation-jobs": Page(
+        "Compilation job",
+        "sagemaker",
+        _call("describe_compilation_job", "CompilationJobName"),
+        "/aws/sagemaker/CompilationJobs",
+    ),
     "endpoints": Page("Endpoint", "sagemaker", _call("describe_endpoint", "EndpointName"), "/aws/sagemaker/Endpoints"),
     "model-packages": Page("Model package", "sagemaker", _call("describe_model_package", "ModelPackageName")),
-    "file-systems": Page("FSx for Lustre file system", "fsx",
-                         lambda client, name: client.describe_file_systems(FileSystemIds=[name])["FileSystems"][0]),
+    "file-systems": Page(
+        "FSx for Lustre file system",
+        "fsx",
+        lambda client, name: client.describe_file_systems(FileSystemIds=[name])["FileSystems"][0],
+    ),
     "greengrass-deployments": Page("Greengrass deployment", "greengrassv2", _call("get_deployment", "deploymentId")),
-}  # fmt: skip
+}
 
 
 def console_page(request, full_url, headers):
@@ -61,8 +77,12 @@ def console_page(request, full_url, headers):
     except ClientError as error:
         return 404, {"Content-Type": "text/plain"}, f"{page.title} {name}: {error.response['Error'].get('Message')}"
     description.pop("ResponseMetadata", None)
-    body = [f"<h1>{html.escape(page.title)} {html.escape(name)}</h1>", f"<p>{_status(description)}</p>",
-            "<h2>Description</h2>", f"<pre>{html.escape(json.dumps(description, indent=2, default=str))}</pre>"]  # fmt: skip
+    body = [
+        f"<h1>{html.escape(page.title)} {html.escape(name)}</h1>",
+        f"<p>{_status(description)}</p>",
+        "<h2>Description</h2>",
+        f"<pre>{html.escape(json.dumps(description, indent=2, default=str))}</pre>",
+    ]
     if page.log_group:
         body += ["<h2>Logs</h2>", _logs(page.log_group, name)]
     return 200, {"Content-Type": "text/html; charset=utf-8"}, _document(f"{page.title} {name}", body)
@@ -84,18 +104,23 @@ def _logs(group: str, name: str) -> str:
         return "<p>No logs yet.</p>"
     parts = []
     for stream in streams:
-        events = logs.get_log_events(logGroupName=group, logStreamName=stream["logStreamName"], limit=LOG_LINES,
-                                     startFromHead=False)["events"]  # fmt: skip
+        events = logs.get_log_events(
+            logGroupName=group, logStreamName=stream["logStreamName"], limit=LOG_LINES, startFromHead=False
+        )["events"]
         text = "\n".join(event["message"] for event in events)
         parts.append(f"<h3>{html.escape(stream['logStreamName'])}</h3><pre>{html.escape(text)}</pre>")
     return "".join(parts) or "<p>No logs yet.</p>"
 
 
 def _document(title: str, body: list[str]) -> str:
-    style = ("body{font-family:sans-serif;margin:2em;max-width:80em}pre{background:#f4f4f4;padding:1em;"
-             "overflow:auto;max-height:40em}")  # fmt: skip
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)} - mlscale emulator"
-            f"</title><style>{style}</style></head><body>{''.join(body)}</body></html>")
+    style = (
+        "body{font-family:sans-serif;margin:2em;max-width:80em}pre{background:#f4f4f4;padding:1em;"
+        "overflow:auto;max-height:40em}"
+    )
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)} - mlscale emulator"
+        f"</title><style>{style}</style></head><body>{''.join(body)}</body></html>"
+    )
 
 
 def install() -> None:

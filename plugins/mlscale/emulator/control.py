@@ -83,18 +83,23 @@ def up(config: EmulatorSettings, wait_seconds: float = 60) -> int:
     if pid and answers_within(config, wait_seconds):  # running, perhaps busy: never a second server on the port
         return pid
     if is_ready(config):
-        raise RuntimeError(f"port {config.port} already answers, but not for an emulator with home {config.home}: "
-                           "another emulator (another MLSCALE_EMULATOR_HOME) or moto server runs there; stop it, "
-                           "or choose another port with MLSCALE_EMULATOR_PORT")  # fmt: skip
+        raise RuntimeError(
+            f"port {config.port} already answers, but not for an emulator with home {config.home}: "
+            "another emulator (another MLSCALE_EMULATOR_HOME) or moto server runs there; stop it, "
+            "or choose another port with MLSCALE_EMULATOR_PORT"
+        )
     config.home.mkdir(parents=True, exist_ok=True)
     log_file = open(config.home / "emulator.log", "ab")
     # the server gets an allow-list of this process's environment: nothing it passes to a job can be a secret
     env = job_env.for_server(MLSCALE_EMULATOR_PORT=str(config.port), MLSCALE_EMULATOR_HOME=str(config.home))
     process = subprocess.Popen(
         [sys.executable, "-m", "mlscale.emulator", "serve"],
-        stdout=log_file, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        env=env, start_new_session=True,
-    )  # fmt: skip
+        stdout=log_file,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
     _pid_file(config).write_text(str(process.pid))
     deadline = time.monotonic() + wait_seconds
     while time.monotonic() < deadline:
@@ -131,8 +136,10 @@ def reset(config: EmulatorSettings) -> bool:
     pid = running_pid(config)
     if pid:  # never forget the files under a running server: it would save them again on down
         if not answers_within(config, BUSY_SERVER_SECONDS):
-            raise RuntimeError(f"the emulator (pid {pid}) does not answer on {config.endpoint_url}: stop it "
-                               "(`mlscale emulator down`) and reset again")  # fmt: skip
+            raise RuntimeError(
+                f"the emulator (pid {pid}) does not answer on {config.endpoint_url}: stop it "
+                "(`mlscale emulator down`) and reset again"
+            )
         request = urllib.request.Request(f"{config.endpoint_url}/moto-api/reset", method="POST", data=b"")
         with urllib.request.urlopen(request, timeout=120):
             return True
@@ -141,8 +148,12 @@ def reset(config: EmulatorSettings) -> bool:
 
 
 def status(config: EmulatorSettings) -> dict:
-    return {"endpoint_url": config.endpoint_url, "pid": running_pid(config), "ready": is_ready(config),
-            "home": str(config.home)}  # fmt: skip
+    return {
+        "endpoint_url": config.endpoint_url,
+        "pid": running_pid(config),
+        "ready": is_ready(config),
+        "home": str(config.home),
+    }
 
 
 def connection_uri(config: EmulatorSettings, region: str = "us-east-1") -> str:
@@ -161,12 +172,22 @@ def client(config: EmulatorSettings, service: str, region: str = "us-east-1"):
     """A boto3 client of the emulator at `config` (test credentials: the emulator checks none)."""
     import boto3
 
-    return boto3.client(service, endpoint_url=config.endpoint_url, region_name=region,
-                        aws_access_key_id="testing", aws_secret_access_key="testing")  # fmt: skip
+    return boto3.client(
+        service,
+        endpoint_url=config.endpoint_url,
+        region_name=region,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
 
 
-def provision_edge_fleet(config: EmulatorSettings, group: str = "mlscale-edge-fleet", count: int = 3,
-                         architecture: str = "amd64", region: str = "us-east-1") -> list[str]:  # fmt: skip
+def provision_edge_fleet(
+    config: EmulatorSettings,
+    group: str = "mlscale-edge-fleet",
+    count: int = 3,
+    architecture: str = "amd64",
+    region: str = "us-east-1",
+) -> list[str]:
     """Register simulated Greengrass core devices: IoT things (greengrass=core) in a thing group.
 
     On AWS, devices register themselves when their nucleus starts; on the
@@ -203,5 +224,6 @@ def provision_arrivals(config: EmulatorSettings, region: str = "us-east-1") -> s
         s3.create_bucket(Bucket=bucket)
     except s3.exceptions.BucketAlreadyOwnedByYou:
         pass
-    return ensure_arrival_notifications(s3, client(config, "sqs", region), bucket, arrivals_prefix(bucket),
-                                        setting("arrivals_queue_url"))  # fmt: skip
+    return ensure_arrival_notifications(
+        s3, client(config, "sqs", region), bucket, arrivals_prefix(bucket), setting("arrivals_queue_url")
+    )

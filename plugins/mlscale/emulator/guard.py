@@ -37,17 +37,23 @@ class Guard:
     def __call__(self, environ: dict, start_response) -> Iterable[bytes]:
         origin = environ.get("HTTP_ORIGIN")
         if origin is not None and origin.rstrip("/") not in self.origins:
-            return _refuse(start_response, f"requests from a browser origin ({origin!r}) are refused: the emulator "
-                           "answers AWS SDKs and the CLI, which send none (allow one with "
-                           "MLSCALE_EMULATOR_ALLOWED_ORIGINS)")  # fmt: skip
+            return _refuse(
+                start_response,
+                f"requests from a browser origin ({origin!r}) are refused: the emulator "
+                "answers AWS SDKs and the CLI, which send none (allow one with "
+                "MLSCALE_EMULATOR_ALLOWED_ORIGINS)",
+            )
         if origin is None and environ.get("HTTP_SEC_FETCH_SITE") in ("cross-site", "same-site"):
             # a page's <img> or <script> GET carries no Origin, but every current browser says where it came from
             return _refuse(start_response, "requests a browser sends on another site's behalf are refused")
         host = environ.get("HTTP_HOST", "")
         if not self._own_host(host):
-            return _refuse(start_response, f"Host {host!r} is not this emulator's address (port {self.port} of "
-                           f"{', '.join(sorted(self.hosts))}); add a name with "
-                           "MLSCALE_EMULATOR_ALLOWED_HOSTS")  # fmt: skip
+            return _refuse(
+                start_response,
+                f"Host {host!r} is not this emulator's address (port {self.port} of "
+                f"{', '.join(sorted(self.hosts))}); add a name with "
+                "MLSCALE_EMULATOR_ALLOWED_HOSTS",
+            )
         if origin is not None and environ.get("REQUEST_METHOD") == "OPTIONS":
             return _preflight(start_response, origin)
         problem = malformed_body(environ)
@@ -85,11 +91,20 @@ class Guard:
             if hasattr(body, "close"):
                 body.close()
             if status.startswith(("404", "405")):
-                return error_response(start_response, environ, 404, "UnknownOperationException",
-                                      f"no operation answers {environ.get('REQUEST_METHOD')} "
-                                      f"{environ.get('PATH_INFO')}")  # fmt: skip
-            return error_response(start_response, environ, 500, "InternalFailure", "the emulator could not "
-                                  "process the request (moto answered an internal error)")  # fmt: skip
+                return error_response(
+                    start_response,
+                    environ,
+                    404,
+                    "UnknownOperationException",
+                    f"no operation answers {environ.get('REQUEST_METHOD')} {environ.get('PATH_INFO')}",
+                )
+            return error_response(
+                start_response,
+                environ,
+                500,
+                "InternalFailure",
+                "the emulator could not process the request (moto answered an internal error)",
+            )
         return body
 
 
@@ -139,8 +154,9 @@ _SIGNED_FOR = re.compile(r"Credential=[^/,\s]+/[^/,\s]+/[^/,\s]+/([^/,\s]+)/aws4
 
 
 def _protocol(environ: dict) -> str:
-    return protocol(environ.get("HTTP_X_AMZ_TARGET"), environ.get("CONTENT_TYPE") or "",
-                    environ.get("HTTP_AUTHORIZATION") or "")  # fmt: skip
+    return protocol(
+        environ.get("HTTP_X_AMZ_TARGET"), environ.get("CONTENT_TYPE") or "", environ.get("HTTP_AUTHORIZATION") or ""
+    )
 
 
 def signing_name(authorization: str) -> str | None:
@@ -158,8 +174,15 @@ def protocol(amz_target: str | None, content_type: str, authorization: str = "")
     return "rest-xml"
 
 
-REASONS = {400: "Bad Request", 403: "Forbidden", 404: "Not Found", 429: "Too Many Requests",
-           500: "Internal Server Error", 501: "Not Implemented", 503: "Slow Down"}  # fmt: skip
+REASONS = {
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    503: "Slow Down",
+}
 
 
 def error_parts(kind: str, status: int, code: str, message: str) -> tuple[list[tuple[str, str]], bytes]:
@@ -170,14 +193,21 @@ def error_parts(kind: str, status: int, code: str, message: str) -> tuple[list[t
         body = json.dumps({"__type": code, "message": message}).encode()
         headers = [("Content-Type", "application/x-amz-json-1.1"), ("x-amzn-ErrorType", code)]
     elif kind == "query":
-        body = (f"<ErrorResponse><Error><Type>{'Sender' if status < 500 else 'Receiver'}</Type><Code>{code}</Code>"
-                f"<Message>{escape(message)}</Message></Error><RequestId>emulator</RequestId></ErrorResponse>").encode()
+        body = (
+            f"<ErrorResponse><Error><Type>{'Sender' if status < 500 else 'Receiver'}</Type><Code>{code}</Code>"
+            f"<Message>{escape(message)}</Message></Error><RequestId>emulator</RequestId></ErrorResponse>"
+        ).encode()
         headers = [("Content-Type", "text/xml")]
     else:  # S3: https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html
-        s3_code = {"InternalFailure": "InternalError", "SerializationException": "MalformedXML",
-                   "UnknownOperationException": "NoSuchKey"}.get(code, code)  # fmt: skip
-        body = (f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{s3_code}</Code>'
-                f"<Message>{escape(message)}</Message><RequestId>emulator</RequestId></Error>").encode()
+        s3_code = {
+            "InternalFailure": "InternalError",
+            "SerializationException": "MalformedXML",
+            "UnknownOperationException": "NoSuchKey",
+        }.get(code, code)
+        body = (
+            f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>{s3_code}</Code>'
+            f"<Message>{escape(message)}</Message><RequestId>emulator</RequestId></Error>"
+        ).encode()
         headers = [("Content-Type", "application/xml")]
     return [*headers, ("Content-Length", str(len(body)))], body
 
@@ -198,11 +228,19 @@ def _refuse(start_response, message: str) -> list[bytes]:
 
 def _preflight(start_response, origin: str) -> list[bytes]:
     """A preflight from an allowed origin: the methods and headers an AWS SDK for JavaScript sends."""
-    start_response("200 OK", [
-        ("Access-Control-Allow-Origin", origin), ("Vary", "Origin"),
-        ("Access-Control-Allow-Methods", "GET, PUT, POST, DELETE, HEAD"),
-        ("Access-Control-Allow-Headers", "authorization, content-type, x-amz-target, x-amz-date, "
-                                         "x-amz-content-sha256, x-amz-security-token, x-amz-user-agent"),
-        ("Access-Control-Expose-Headers", "x-amzn-requestid, x-amzn-errortype, etag"),
-        ("Content-Length", "0")])  # fmt: skip
+    start_response(
+        "200 OK",
+        [
+            ("Access-Control-Allow-Origin", origin),
+            ("Vary", "Origin"),
+            ("Access-Control-Allow-Methods", "GET, PUT, POST, DELETE, HEAD"),
+            (
+                "Access-Control-Allow-Headers",
+                "authorization, content-type, x-amz-target, x-amz-date, "
+                "x-amz-content-sha256, x-amz-security-token, x-amz-user-agent",
+            ),
+            ("Access-Control-Expose-Headers", "x-amzn-requestid, x-amzn-errortype, etag"),
+            ("Content-Length", "0"),
+        ],
+    )
     return [b""]

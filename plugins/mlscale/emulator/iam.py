@@ -35,13 +35,18 @@ def _simulate_principal_policy(self) -> Any:
         if ":group/" in (source or ""):
             raise IAMException("InvalidInput", "the emulator simulates users' and roles' policies, not groups'")
         raise NotFoundException(f"The principal {source} does not exist")
-    documents = [*principal.policies.values(), *(_document(p) for p in principal.managed_policies.values()),
-                 *self._get_param("PolicyInputList", [])]  # fmt: skip
+    documents = [
+        *principal.policies.values(),
+        *(_document(p) for p in principal.managed_policies.values()),
+        *self._get_param("PolicyInputList", []),
+    ]
     boundary_arn = getattr(principal, "permissions_boundary_arn", None)
     boundary = _document(self.backend.get_policy(boundary_arn)) if boundary_arn else None
-    results = [_evaluate(action, resource, documents, boundary)
-               for action in self._get_param("ActionNames", [])
-               for resource in self._get_param("ResourceArns", []) or ["*"]]  # fmt: skip
+    results = [
+        _evaluate(action, resource, documents, boundary)
+        for action in self._get_param("ActionNames", [])
+        for resource in self._get_param("ResourceArns", []) or ["*"]
+    ]
     return ActionResult({"EvaluationResults": results, "IsTruncated": False})
 
 
@@ -65,9 +70,15 @@ def _evaluate(action: str, resource: str, documents: list[str], boundary: str | 
         decision = "explicitDeny"
     elif PermissionResult.PERMITTED in outcomes:
         allowed_by_boundary = boundary is None or (
-            IAMPolicy(boundary).is_action_permitted(action, resource) == PermissionResult.PERMITTED)
+            IAMPolicy(boundary).is_action_permitted(action, resource) == PermissionResult.PERMITTED
+        )
         decision = "allowed" if allowed_by_boundary else "implicitDeny"
     else:
         decision = "implicitDeny"
-    return {"EvalActionName": action, "EvalResourceName": resource, "EvalDecision": decision,
-            "MatchedStatements": [], "MissingContextValues": []}  # fmt: skip
+    return {
+        "EvalActionName": action,
+        "EvalResourceName": resource,
+        "EvalDecision": decision,
+        "MatchedStatements": [],
+        "MissingContextValues": [],
+    }

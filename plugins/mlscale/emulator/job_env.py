@@ -14,8 +14,22 @@ import sys
 from pathlib import Path
 
 # What a process needs to run on this machine, taken from the emulator's own environment.
-PASSED = ("PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TMPDIR", "USER", "LOGNAME", "TERM", "LD_LIBRARY_PATH",
-          "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "SSL_CERT_FILE", "SSL_CERT_DIR")  # fmt: skip
+PASSED = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TMPDIR",
+    "USER",
+    "LOGNAME",
+    "TERM",
+    "LD_LIBRARY_PATH",
+    "CUDA_VISIBLE_DEVICES",
+    "NVIDIA_VISIBLE_DEVICES",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+)
 PASSED_PREFIXES = ("LC_",)
 DUMMY_KEY = "testing"
 # Imported first by every job's Python: torch's TCPStore hosts on loopback (see its docstring).
@@ -34,8 +48,9 @@ def base() -> dict[str, str]:
     (a recipe's `python` or a script's shebang finds the emulator's Python, as the image's would)."""
     env = {k: v for k, v in os.environ.items() if k in PASSED or k.startswith(PASSED_PREFIXES)}
     bin_dir = str(Path(sys.executable).parent)
-    env["PATH"] = os.pathsep.join([bin_dir, *(p for p in env.get("PATH", "/usr/bin:/bin").split(os.pathsep)
-                                             if p and p != bin_dir)])  # fmt: skip
+    env["PATH"] = os.pathsep.join(
+        [bin_dir, *(p for p in env.get("PATH", "/usr/bin:/bin").split(os.pathsep) if p and p != bin_dir)]
+    )
     return env
 
 

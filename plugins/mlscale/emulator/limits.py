@@ -32,17 +32,29 @@ from typing import Any
 
 EXECUTOR_AGENT = "mlscale-emulator-executor"  # user_agent_extra of the emulator's own clients
 RATES: dict[str, tuple[float, float]] = {
-    "logs:GetLogEvents": (25, 25), "logs:DescribeLogStreams": (25, 25), "logs:FilterLogEvents": (5, 5),
-    "logs:PutLogEvents": (5000, 5000), "logs:*": (50, 50),
-    "athena:StartQueryExecution": (20, 80), "athena:StopQueryExecution": (20, 80),
-    "athena:GetQueryExecution": (100, 200), "athena:GetQueryResults": (100, 200), "athena:*": (20, 40),
-    "s3:read": (5500, 5500), "s3:write": (3500, 3500),
-    "sagemaker:Describe*": (20, 40), "sagemaker:List*": (20, 40), "sagemaker:*": (5, 10),
+    "logs:GetLogEvents": (25, 25),
+    "logs:DescribeLogStreams": (25, 25),
+    "logs:FilterLogEvents": (5, 5),
+    "logs:PutLogEvents": (5000, 5000),
+    "logs:*": (50, 50),
+    "athena:StartQueryExecution": (20, 80),
+    "athena:StopQueryExecution": (20, 80),
+    "athena:GetQueryExecution": (100, 200),
+    "athena:GetQueryResults": (100, 200),
+    "athena:*": (20, 40),
+    "s3:read": (5500, 5500),
+    "s3:write": (3500, 3500),
+    "sagemaker:Describe*": (20, 40),
+    "sagemaker:List*": (20, 40),
+    "sagemaker:*": (5, 10),
     "batch:*": (50, 100),
-}  # fmt: skip
+}
 # the service's throttling error: HTTP status and code
-THROTTLED = {"athena": (400, "TooManyRequestsException"), "batch": (429, "TooManyRequestsException"),
-             "s3": (503, "SlowDown")}  # fmt: skip
+THROTTLED = {
+    "athena": (400, "TooManyRequestsException"),
+    "batch": (429, "TooManyRequestsException"),
+    "s3": (503, "SlowDown"),
+}
 DEFAULT_THROTTLED = (400, "ThrottlingException")  # SageMaker, CloudWatch Logs, and the other JSON services
 log = logging.getLogger(__name__)
 _CREDENTIAL = re.compile(r"Credential=([^/,\s]+)/\d{8}/([^/]+)/([^/]+)/aws4_request")
@@ -57,8 +69,9 @@ def configured() -> dict[str, tuple[float, float]] | None:
     if setting:
         changes = json.loads(setting)  # a bad value fails the server's start, naming the variable
         if not isinstance(changes, dict):
-            raise ValueError("MLSCALE_EMULATOR_LIMITS must be 'off' or a JSON object of {\"service:Operation\": "
-                             "[rate, burst]}")  # fmt: skip
+            raise ValueError(
+                "MLSCALE_EMULATOR_LIMITS must be 'off' or a JSON object of {\"service:Operation\": [rate, burst]}"
+            )
         rates.update({key: (float(value[0]), float(value[1])) for key, value in changes.items()})
     return rates
 
@@ -69,8 +82,12 @@ def rate_for(rates: dict[str, tuple[float, float]], service: str, operation: str
         return rates[f"{service}:{operation}"]
     for key, rate in rates.items():
         family = key.partition(":")[2]
-        if key.startswith(f"{service}:") and family.endswith("*") and family != "*" and \
-                operation.startswith(family[:-1]):  # fmt: skip
+        if (
+            key.startswith(f"{service}:")
+            and family.endswith("*")
+            and family != "*"
+            and operation.startswith(family[:-1])
+        ):
             return rate
     return rates.get(f"{service}:*")
 

@@ -8,8 +8,8 @@ import signal
 import sys
 import threading
 
-from mlscale.emulator import settings as emulator_settings
 from mlscale.emulator import guard, limits, sessions, state, warm_up
+from mlscale.emulator import settings as emulator_settings
 from mlscale.emulator.executors import processes
 from mlscale.emulator.settings import EmulatorSettings
 
@@ -24,8 +24,16 @@ def install_services() -> None:
     from mlscale.emulator.fsx import service as fsx
     from mlscale.emulator.glue import jobs as glue_jobs
     from mlscale.emulator.greengrass import service as greengrass
-    from mlscale.emulator.sagemaker import (absent_fields, compilation, endpoints, listing, processing, training,
-                                           transform, validation)
+    from mlscale.emulator.sagemaker import (
+        absent_fields,
+        compilation,
+        endpoints,
+        listing,
+        processing,
+        training,
+        transform,
+        validation,
+    )
 
     dispatch.install()
     aws_answers.install()
@@ -89,8 +97,18 @@ def recover_services() -> None:
     from mlscale.emulator.greengrass import service as greengrass
     from mlscale.emulator.sagemaker import compilation, endpoints, processing, training, transform
 
-    for module in (training, processing, transform, compilation, queries, glue_jobs, fsx, greengrass,
-                   _loaded_batch(), endpoints):  # fmt: skip
+    for module in (
+        training,
+        processing,
+        transform,
+        compilation,
+        queries,
+        glue_jobs,
+        fsx,
+        greengrass,
+        _loaded_batch(),
+        endpoints,
+    ):
         if module is not None:
             module.recover()
 
@@ -124,10 +142,12 @@ def _guarded_moto_server(config: EmulatorSettings):
             # the port is known only once bound (0 asks for any free one): the Guard learns it then
             moto = werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app)
             throttled = limits.Throttle(moto, limits.configured(), guard.error_response)
-            app = guard.Guard(throttled, port=config.port, hosts=(config.host, *config.allowed_hosts),
-                              origins=config.allowed_origins)  # fmt: skip
-            self._server = make_server(self._ip_address, self._port, app, True,
-                                       request_handler=werkzeug_app.MotoRequestHandler)  # fmt: skip
+            app = guard.Guard(
+                throttled, port=config.port, hosts=(config.host, *config.allowed_hosts), origins=config.allowed_origins
+            )
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=werkzeug_app.MotoRequestHandler
+            )
             app.port = self._server.server_address[1]
             self._server_ready_event.set()
             self._server.serve_forever()

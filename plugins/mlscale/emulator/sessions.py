@@ -25,7 +25,7 @@ def _stat(pid: int) -> tuple[int, int] | None:
         text = (PROC / str(pid) / "stat").read_text()
     except OSError:
         return None
-    fields = text[text.rindex(")") + 2:].split()  # after "pid (comm) ": state is field 3
+    fields = text[text.rindex(")") + 2 :].split()  # after "pid (comm) ": state is field 3
     if fields[0] in ("Z", "X"):  # exited, not yet reaped: nothing left to end
         return None
     return int(fields[3]), int(fields[19])

@@ -80,7 +80,11 @@ def aws_client(service: str, region: str = "us-east-1"):
         if key not in _clients:
             # several jobs' transfers share a client: room for their connections (s3transfer uses 10 each)
             _clients[key] = boto3.session.Session().client(
-                service, region_name=region, endpoint_url=endpoint, aws_access_key_id="testing",
+                service,
+                region_name=region,
+                endpoint_url=endpoint,
+                aws_access_key_id="testing",
                 aws_secret_access_key="testing",  # its own work: not counted against the account's rates
-                config=Config(max_pool_connections=50, user_agent_extra=EXECUTOR_AGENT))  # fmt: skip
+                config=Config(max_pool_connections=50, user_agent_extra=EXECUTOR_AGENT),
+            )
         return _clients[key]

@@ -17,10 +17,20 @@ def _check_loading_status(self, key: str) -> None:
     key = str(key or "")
     if key.startswith(DLAMI_PARAMETERS) and key.endswith("/ami-id") and not dict.get(self, key):
         image = "ami-" + hashlib.sha256(f"{self.region_name}{key}".encode()).hexdigest()[:17]
-        super(ssm_models.ParameterDict, self).__getitem__(key).append(ssm_models.Parameter(
-            account_id=self.account_id, name=key, value=image, parameter_type="String", description=None,
-            allowed_pattern=None, keyid=None, last_modified_date=ssm_models.utcnow(), version=1,
-            data_type="aws:ec2:image"))  # fmt: skip
+        super(ssm_models.ParameterDict, self).__getitem__(key).append(
+            ssm_models.Parameter(
+                account_id=self.account_id,
+                name=key,
+                value=image,
+                parameter_type="String",
+                description=None,
+                allowed_pattern=None,
+                keyid=None,
+                last_modified_date=ssm_models.utcnow(),
+                version=1,
+                data_type="aws:ec2:image",
+            )
+        )
 
 
 _moto_check_loading_status = ssm_models.ParameterDict._check_loading_status

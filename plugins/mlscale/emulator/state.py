@@ -63,8 +63,10 @@ def _backend_dicts() -> Iterator[tuple[str, BackendDict]]:
 def _collect() -> dict[str, dict[str, dict[str, dict]]]:
     snapshot: dict[str, dict[str, dict[str, dict]]] = {}
     for key, backends in _backend_dicts():
-        accounts = {account: {region: dict(vars(backend)) for region, backend in list(regions.items())}
-                    for account, regions in list(backends.items())}  # fmt: skip
+        accounts = {
+            account: {region: dict(vars(backend)) for region, backend in list(regions.items())}
+            for account, regions in list(backends.items())
+        }
         if any(accounts.values()):
             snapshot[key] = accounts
     return snapshot

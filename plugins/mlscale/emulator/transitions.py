@@ -9,7 +9,7 @@ deployments) move with `move`; Athena and Glue runs (moto's ManagedState owns th
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 Table = dict[str | None, tuple[str, ...]]
@@ -35,21 +35,34 @@ ENDPOINT: Table = {
     "OutOfService": ("InService", "Deleting"),
     "Failed": ("Deleting",),
 }
-FSX_FILE_SYSTEM: Table = {"CREATING": ("AVAILABLE", "FAILED"), "AVAILABLE": ("DELETING", "UPDATING"),
-                          "UPDATING": ("AVAILABLE",)}  # fmt: skip
+FSX_FILE_SYSTEM: Table = {
+    "CREATING": ("AVAILABLE", "FAILED"),
+    "AVAILABLE": ("DELETING", "UPDATING"),
+    "UPDATING": ("AVAILABLE",),
+}
 FSX_ASSOCIATION: Table = {"CREATING": ("AVAILABLE", "FAILED"), "AVAILABLE": ("DELETING",)}
-FSX_TASK: Table = {"PENDING": ("EXECUTING", "CANCELED", "FAILED"),
-                   "EXECUTING": ("SUCCEEDED", "FAILED", "CANCELED", "CANCELING"), "CANCELING": ("CANCELED",)}  # fmt: skip
+FSX_TASK: Table = {
+    "PENDING": ("EXECUTING", "CANCELED", "FAILED"),
+    "EXECUTING": ("SUCCEEDED", "FAILED", "CANCELED", "CANCELING"),
+    "CANCELING": ("CANCELED",),
+}
 GREENGRASS_DEPLOYMENT: Table = {"ACTIVE": ("COMPLETED", "CANCELED", "FAILED", "INACTIVE")}
 ATHENA_QUERY: Table = {"QUEUED": ("RUNNING", "FAILED", "CANCELLED"), "RUNNING": ("SUCCEEDED", "FAILED", "CANCELLED")}
-GLUE_JOB_RUN: Table = {"STARTING": ("RUNNING", "FAILED", "STOPPING"),
-                       "RUNNING": ("SUCCEEDED", "FAILED", "TIMEOUT", "STOPPING"), "STOPPING": ("STOPPED",)}  # fmt: skip
+GLUE_JOB_RUN: Table = {
+    "STARTING": ("RUNNING", "FAILED", "STOPPING"),
+    "RUNNING": ("SUCCEEDED", "FAILED", "TIMEOUT", "STOPPING"),
+    "STOPPING": ("STOPPED",),
+}
 # AWS Batch's job states (https://docs.aws.amazon.com/batch/latest/userguide/job_states.html); a failed attempt
 # that its retryStrategy retries goes back to RUNNABLE (from STARTING: its container could not start);
 # CancelJob and TerminateJob end any state FAILED.
-BATCH_JOB: Table = {"SUBMITTED": ("PENDING", "FAILED"), "PENDING": ("RUNNABLE", "FAILED"),
-                    "RUNNABLE": ("STARTING", "FAILED"), "STARTING": ("RUNNING", "FAILED", "RUNNABLE"),
-                    "RUNNING": ("SUCCEEDED", "FAILED", "RUNNABLE")}  # fmt: skip
+BATCH_JOB: Table = {
+    "SUBMITTED": ("PENDING", "FAILED"),
+    "PENDING": ("RUNNABLE", "FAILED"),
+    "RUNNABLE": ("STARTING", "FAILED"),
+    "STARTING": ("RUNNING", "FAILED", "RUNNABLE"),
+    "RUNNING": ("SUCCEEDED", "FAILED", "RUNNABLE"),
+}
 
 
 class IllegalTransition(RuntimeError):
@@ -58,8 +71,10 @@ class IllegalTransition(RuntimeError):
 
 def check(table: Table, what: str, current: str | None, new: str) -> None:
     if new != current and new not in table.get(current, ()):
-        raise IllegalTransition(f"{what}: {current} -> {new} is not a transition of its service "
-                                f"(allowed from {current}: {', '.join(table.get(current, ())) or 'none'})")  # fmt: skip
+        raise IllegalTransition(
+            f"{what}: {current} -> {new} is not a transition of its service "
+            f"(allowed from {current}: {', '.join(table.get(current, ())) or 'none'})"
+        )
 
 
 class Status:
@@ -85,7 +100,7 @@ class Status:
             check(self.table, f"{type(model).__name__}.{self.name}", current, value)
             if value != current and hasattr(model, "last_modified_time"):
                 # what List*'s LastModifiedTimeAfter filters on: a status change is a modification
-                model.last_modified_time = datetime.now(timezone.utc)
+                model.last_modified_time = datetime.now(UTC)
         model.__dict__[self.slot] = value
 
 

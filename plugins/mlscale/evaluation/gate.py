@@ -15,8 +15,9 @@ class GateDecision:
         return asdict(self)
 
 
-def decide(metric: str, value: float, minimum: float, champion: float | None, tolerance: float,
-           manual_approval: bool = False) -> GateDecision:  # fmt: skip
+def decide(
+    metric: str, value: float, minimum: float, champion: float | None, tolerance: float, manual_approval: bool = False
+) -> GateDecision:
     reasons, passed = [], True
     if value < minimum:
         passed = False
@@ -29,6 +30,8 @@ def decide(metric: str, value: float, minimum: float, champion: float | None, to
         passed = False
         reasons.append(f"{metric} {value:.4f} is worse than the champion's {champion:.4f} by more than {tolerance:.4f}")
     else:
-        reasons.append(f"{metric} {value:.4f} is not worse than the champion's {champion:.4f} (tolerance {tolerance:.4f})")
+        reasons.append(
+            f"{metric} {value:.4f} is not worse than the champion's {champion:.4f} (tolerance {tolerance:.4f})"
+        )
     status = "Rejected" if not passed else ("PendingManualApproval" if manual_approval else "Approved")
     return GateDecision(status, passed, reasons)

@@ -29,10 +29,15 @@ def classification_metrics(labels: np.ndarray, predictions: np.ndarray) -> dict:
     for truth, guess in zip(labels, predictions):
         matrix[index[int(truth)], index[int(guess)]] += 1
     true_positive = np.diag(matrix).astype(float)
-    precision = np.divide(true_positive, matrix.sum(axis=0), out=np.zeros_like(true_positive), where=matrix.sum(axis=0) > 0)
-    recall = np.divide(true_positive, matrix.sum(axis=1), out=np.zeros_like(true_positive), where=matrix.sum(axis=1) > 0)
-    f1 = np.divide(2 * precision * recall, precision + recall, out=np.zeros_like(true_positive),
-                   where=(precision + recall) > 0)  # fmt: skip
+    precision = np.divide(
+        true_positive, matrix.sum(axis=0), out=np.zeros_like(true_positive), where=matrix.sum(axis=0) > 0
+    )
+    recall = np.divide(
+        true_positive, matrix.sum(axis=1), out=np.zeros_like(true_positive), where=matrix.sum(axis=1) > 0
+    )
+    f1 = np.divide(
+        2 * precision * recall, precision + recall, out=np.zeros_like(true_positive), where=(precision + recall) > 0
+    )
     return {
         "accuracy": float(true_positive.sum() / max(len(labels), 1)),
         "macro_f1": float(f1.mean()) if len(f1) else 0.0,
@@ -55,12 +60,26 @@ def confusion_png(metrics: dict) -> bytes:
     image = axis.imshow(matrix, cmap="Blues")
     figure.colorbar(image, ax=axis)
     ticks = range(len(metrics["classes"]))
-    axis.set(xticks=ticks, yticks=ticks, xticklabels=metrics["classes"], yticklabels=metrics["classes"],
-             xlabel="predicted", ylabel="true", title=f"Confusion matrix (accuracy {metrics['accuracy']:.3f})")  # fmt: skip
+    axis.set(
+        xticks=ticks,
+        yticks=ticks,
+        xticklabels=metrics["classes"],
+        yticklabels=metrics["classes"],
+        xlabel="predicted",
+        ylabel="true",
+        title=f"Confusion matrix (accuracy {metrics['accuracy']:.3f})",
+    )
     for (row, column), value in np.ndenumerate(matrix):
         if value:
-            axis.text(column, row, str(value), ha="center", va="center", fontsize=7,
-                      color="white" if value > matrix.max() / 2 else "black")  # fmt: skip
+            axis.text(
+                column,
+                row,
+                str(value),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if value > matrix.max() / 2 else "black",
+            )
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
     plt.close(figure)

@@ -9,8 +9,9 @@ PARQUET = {
 }
 
 
-def ensure_parquet_table(glue, database: str, table: str, location: str, columns: dict[str, str],
-                         date_partition: str | None = None) -> bool:  # fmt: skip
+def ensure_parquet_table(
+    glue, database: str, table: str, location: str, columns: dict[str, str], date_partition: str | None = None
+) -> bool:
     """Create the database and table unless they exist; True when the table was created.
 
     A `date_partition` column (dt=YYYY-MM-DD folders) is declared with Athena
@@ -24,18 +25,23 @@ def ensure_parquet_table(glue, database: str, table: str, location: str, columns
         "Name": table,
         "TableType": "EXTERNAL_TABLE",
         "Parameters": {"classification": "parquet", "EXTERNAL": "TRUE"},
-        "StorageDescriptor": {"Location": location, "Columns": [{"Name": n, "Type": t} for n, t in columns.items()],
-                              **PARQUET},  # fmt: skip
+        "StorageDescriptor": {
+            "Location": location,
+            "Columns": [{"Name": n, "Type": t} for n, t in columns.items()],
+            **PARQUET,
+        },
     }
     if date_partition:
         table_input["PartitionKeys"] = [{"Name": date_partition, "Type": "string"}]
-        table_input["Parameters"].update({
-            "projection.enabled": "true",
-            f"projection.{date_partition}.type": "date",
-            f"projection.{date_partition}.format": "yyyy-MM-dd",
-            f"projection.{date_partition}.range": "2000-01-01,NOW",
-            "storage.location.template": f"{location.rstrip('/')}/{date_partition}=${{{date_partition}}}/",
-        })  # fmt: skip
+        table_input["Parameters"].update(
+            {
+                "projection.enabled": "true",
+                f"projection.{date_partition}.type": "date",
+                f"projection.{date_partition}.format": "yyyy-MM-dd",
+                f"projection.{date_partition}.range": "2000-01-01,NOW",
+                "storage.location.template": f"{location.rstrip('/')}/{date_partition}=${{{date_partition}}}/",
+            }
+        )
     try:
         glue.create_table(DatabaseName=database, TableInput=table_input)
         return True
@@ -50,8 +56,12 @@ def parquet_stats(s3, uri: str) -> dict:
     import pyarrow.parquet as pq
 
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
-    objects = [o for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-               for o in page.get("Contents", []) if not o["Key"].endswith("/")]  # fmt: skip
+    objects = [
+        o
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for o in page.get("Contents", [])
+        if not o["Key"].endswith("/")
+    ]
     rows = 0
     for item in objects:
         body = s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()

@@ -57,9 +57,13 @@ def _digest(value: Any) -> str:
 def shared_hook(hook_class: type, recheck_seconds: float = 0.0, **params: Any) -> Any:
     """`hook_class(**params)`, made once per process for the same connection and environment. The connection is
     read at each call, or once per `recheck_seconds`."""
-    key = (hook_class.__module__, hook_class.__qualname__, json.dumps(params, sort_keys=True, default=str),
-           _connection_digest(params.get("aws_conn_id"), recheck_seconds),
-           _digest(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))))  # fmt: skip
+    key = (
+        hook_class.__module__,
+        hook_class.__qualname__,
+        json.dumps(params, sort_keys=True, default=str),
+        _connection_digest(params.get("aws_conn_id"), recheck_seconds),
+        _digest(sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))),
+    )
     with _lock:
         hook = _hooks.get(key)
         if hook is not None:

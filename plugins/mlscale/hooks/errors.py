@@ -11,16 +11,40 @@ from __future__ import annotations
 
 from botocore.exceptions import ClientError
 
-NOT_FOUND = frozenset({"ResourceNotFound", "ResourceNotFoundException", "ValidationException", "ValidationError",
-                       "NoSuchKey", "NoSuchEntity", "EntityNotFoundException", "NotFound", "404"})  # fmt: skip
+NOT_FOUND = frozenset(
+    {
+        "ResourceNotFound",
+        "ResourceNotFoundException",
+        "ValidationException",
+        "ValidationError",
+        "NoSuchKey",
+        "NoSuchEntity",
+        "EntityNotFoundException",
+        "NotFound",
+        "404",
+    }
+)
 
 
 # what botocore's retry modes take for throttling (botocore/retries/standard.py and data/_retry.json)
-THROTTLING = frozenset({"Throttling", "ThrottlingException", "ThrottledException", "RequestThrottledException",
-                        "TooManyRequestsException", "ProvisionedThroughputExceededException",
-                        "TransactionInProgressException", "RequestLimitExceeded", "BandwidthLimitExceeded",
-                        "LimitExceededException", "RequestThrottled", "SlowDown", "PriorRequestNotComplete",
-                        "EC2ThrottledException"})  # fmt: skip
+THROTTLING = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+        "EC2ThrottledException",
+    }
+)
 
 
 def code(error: ClientError) -> str:

@@ -13,7 +13,10 @@ class FSxHook(AwsBaseHook):
     def find_file_system(self, tag_key: str, tag_value: str) -> dict | None:
         """The newest live file system carrying the tag (how a retried task finds the one it made)."""
         matches = [
-            fs for page in self.conn.get_paginator("describe_file_systems").paginate() for fs in page["FileSystems"]
-            if {"Key": tag_key, "Value": tag_value} in fs.get("Tags", []) and fs.get("Lifecycle") not in ("DELETING", "FAILED")
-        ]  # fmt: skip
+            fs
+            for page in self.conn.get_paginator("describe_file_systems").paginate()
+            for fs in page["FileSystems"]
+            if {"Key": tag_key, "Value": tag_value} in fs.get("Tags", [])
+            and fs.get("Lifecycle") not in ("DELETING", "FAILED")
+        ]
         return max(matches, key=lambda fs: fs.get("CreationTime", 0), default=None)

@@ -82,8 +82,11 @@ def parquet_schema(client: Any, uri: str) -> list[dict[str, str]]:
     import pyarrow.parquet as pq
 
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
-    objects = [o for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
-               if not o["Key"].endswith("/")]  # fmt: skip
+    objects = [
+        o
+        for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
+        if not o["Key"].endswith("/")
+    ]
     if not objects:
         return []
     schema = pq.ParquetFile(_RangeReader(client, bucket, objects[0]["Key"], objects[0]["Size"])).schema_arrow

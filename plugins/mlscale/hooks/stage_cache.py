@@ -55,7 +55,7 @@ def s3_identity(s3_client: Any, uris: str | list[str]) -> str:
         paginator = s3_client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
-                listing.append([obj["Key"][len(prefix):], obj.get("ETag", ""), obj.get("Size", 0)])
+                listing.append([obj["Key"][len(prefix) :], obj.get("ETag", ""), obj.get("Size", 0)])
         listing.append(["--", len(listing)])  # separates the URIs of a list
     return hashlib.sha256(json.dumps(listing).encode()).hexdigest()
 
@@ -75,13 +75,31 @@ def read_entry(s3_hook: Any, location: str, stage: str, key: str) -> dict[str, A
     return json.loads(body)
 
 
-def write_entry(s3_hook: Any, location: str, stage: str, key: str, *, job: str, dag_id: str, run_id: str,
-                task_id: str, result: dict[str, Any]) -> str:  # fmt: skip
+def write_entry(
+    s3_hook: Any,
+    location: str,
+    stage: str,
+    key: str,
+    *,
+    job: str,
+    dag_id: str,
+    run_id: str,
+    task_id: str,
+    result: dict[str, Any],
+) -> str:
     from mlscale.hooks.s3_objects import put_object
 
     uri = entry_uri(location, stage, key)
-    entry = {"fingerprint": key, "stage": stage, "job": job, "dag_id": dag_id, "run_id": run_id,
-             "task_id": task_id, "recorded_at": datetime.now(UTC).isoformat(), "result": result}  # fmt: skip
+    entry = {
+        "fingerprint": key,
+        "stage": stage,
+        "job": job,
+        "dag_id": dag_id,
+        "run_id": run_id,
+        "task_id": task_id,
+        "recorded_at": datetime.now(UTC).isoformat(),
+        "result": result,
+    }
     put_object(s3_hook, uri, json.dumps(entry, default=str).encode(), "application/json")
     return uri
 

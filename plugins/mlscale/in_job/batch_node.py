@@ -21,7 +21,7 @@ import tarfile
 
 
 def _split(uri):
-    bucket, _, key = uri[len("s3://"):].partition("/")
+    bucket, _, key = uri[len("s3://") :].partition("/")
     return bucket, key
 
 
@@ -29,7 +29,7 @@ def download_prefix(s3, uri, target):
     bucket, prefix = _split(uri.rstrip("/") + "/")
     pages = s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
     for obj in (o for page in pages for o in page.get("Contents", [])):
-        relative = obj["Key"][len(prefix):]
+        relative = obj["Key"][len(prefix) :]
         if not relative or relative.endswith("/"):
             continue
         path = os.path.join(target, relative)
@@ -79,15 +79,23 @@ def main():
     gpus = gpu_count()
     hosts = [f"node-{i}" for i in range(nodes)]
     script_env = dict(env)
-    script_env.update({
-        "SM_MODEL_DIR": model_dir, "SM_OUTPUT_DATA_DIR": output_dir, "SAGEMAKER_BASE_DIR": root,
-        "SM_CHANNELS": json.dumps(sorted(channels)), "SM_HPS": json.dumps(hyperparameters, sort_keys=True),
-        "SM_HOSTS": json.dumps(hosts), "SM_CURRENT_HOST": hosts[index], "SM_NUM_GPUS": str(gpus),
-        "SM_NUM_CPUS": str(os.cpu_count() or 1),
-    })
+    script_env.update(
+        {
+            "SM_MODEL_DIR": model_dir,
+            "SM_OUTPUT_DATA_DIR": output_dir,
+            "SAGEMAKER_BASE_DIR": root,
+            "SM_CHANNELS": json.dumps(sorted(channels)),
+            "SM_HPS": json.dumps(hyperparameters, sort_keys=True),
+            "SM_HOSTS": json.dumps(hosts),
+            "SM_CURRENT_HOST": hosts[index],
+            "SM_NUM_GPUS": str(gpus),
+            "SM_NUM_CPUS": str(os.cpu_count() or 1),
+        }
+    )
     script_env.update({f"SM_CHANNEL_{name.upper()}": path for name, path in channels.items()})
-    script_env.update({f"SM_HP_{key.upper()}": v if isinstance(v, str) else json.dumps(v)
-                       for key, v in hyperparameters.items()})
+    script_env.update(
+        {f"SM_HP_{key.upper()}": v if isinstance(v, str) else json.dumps(v) for key, v in hyperparameters.items()}
+    )
     code = os.path.abspath("code")
     script_env["PYTHONPATH"] = os.pathsep.join(p for p in (code, env.get("PYTHONPATH")) if p)
     program = env["MLSCALE_PROGRAM"]
@@ -95,12 +103,27 @@ def main():
     port = rendezvous_port()
     if env.get("MLSCALE_DISTRIBUTION", "torchrun") == "torchrun":
         procs = int(env.get("MLSCALE_PROCS_PER_NODE") or max(1, gpus))
-        command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(nodes), "--node_rank",
-                   str(index), "--nproc_per_node", str(procs), "--master_addr", master, "--master_port", str(port),
-                   program, *arguments(hyperparameters)]
+        command = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            str(nodes),
+            "--node_rank",
+            str(index),
+            "--nproc_per_node",
+            str(procs),
+            "--master_addr",
+            master,
+            "--master_port",
+            str(port),
+            program,
+            *arguments(hyperparameters),
+        ]
     else:
-        script_env.update({"RANK": str(index), "WORLD_SIZE": str(nodes), "MASTER_ADDR": master,
-                           "MASTER_PORT": str(port)})
+        script_env.update(
+            {"RANK": str(index), "WORLD_SIZE": str(nodes), "MASTER_ADDR": master, "MASTER_PORT": str(port)}
+        )
         command = [sys.executable, program, *arguments(hyperparameters)]
     print(f"mlscale batch node {index}/{nodes} (main {main_index}): {' '.join(command)}", flush=True)
     code_exit = subprocess.call(command, cwd=code, env=script_env)

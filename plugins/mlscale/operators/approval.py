@@ -36,13 +36,24 @@ class ModelApprovalOperator(ApprovalOperator):
     XCom: `decision` (Approved, Rejected or PendingManualApproval), `model_package_arn`, `responded_by`.
     """
 
-    template_fields: Sequence[str] = (*ApprovalOperator.template_fields, "model_package_arn", "evaluation",
-                                      "response_timeout_minutes")  # fmt: skip
+    template_fields: Sequence[str] = (
+        *ApprovalOperator.template_fields,
+        "model_package_arn",
+        "evaluation",
+        "response_timeout_minutes",
+    )
     ui_color = "#fff2cc"
 
-    def __init__(self, *, model_package_arn: str, evaluation: dict | None = None,
-                 response_timeout_minutes: int | str = 24 * 60, aws_conn_id: str | None = "aws_default",
-                 region_name: str | None = None, **kwargs: Any):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        model_package_arn: str,
+        evaluation: dict | None = None,
+        response_timeout_minutes: int | str = 24 * 60,
+        aws_conn_id: str | None = "aws_default",
+        region_name: str | None = None,
+        **kwargs: Any,
+    ):
         kwargs.setdefault("subject", "Deploy this model?")
         super().__init__(**kwargs)
         self.model_package_arn, self.evaluation = model_package_arn, evaluation
@@ -63,7 +74,9 @@ class ModelApprovalOperator(ApprovalOperator):
         minutes = self.response_timeout_minutes  # checked before any AWS call
         minutes = convert(minutes, int, "response_timeout_minutes") if isinstance(minutes, str) else minutes
         in_range(minutes, "response_timeout_minutes", 1, 7 * 24 * 60)
-        status = self._sagemaker().describe_model_package(ModelPackageName=self.model_package_arn)["ModelApprovalStatus"]
+        status = self._sagemaker().describe_model_package(ModelPackageName=self.model_package_arn)[
+            "ModelApprovalStatus"
+        ]
         if status != PENDING:
             self.log.info("Model package %s is %s: nobody needs to approve it.", self.model_package_arn, status)
             return self._result(status, None)
@@ -76,20 +89,34 @@ class ModelApprovalOperator(ApprovalOperator):
         evaluation = self.evaluation if isinstance(self.evaluation, dict) else json.loads(self.evaluation or "{}")
         metrics = evaluation.get("metrics") or {}
         ti = context["ti"]
-        lines = [f"**Model package** `{self.model_package_arn}` passed the automatic checks and waits for a person.",
-                 "", "| metric | value |", "|---|---|"]  # fmt: skip
-        lines += [f"| {name} | {value} |" for name, value in sorted(metrics.items()) if not isinstance(value, (dict, list))]
+        lines = [
+            f"**Model package** `{self.model_package_arn}` passed the automatic checks and waits for a person.",
+            "",
+            "| metric | value |",
+            "|---|---|",
+        ]
+        lines += [
+            f"| {name} | {value} |" for name, value in sorted(metrics.items()) if not isinstance(value, (dict, list))
+        ]
         lines += ["", *(f"- {reason}" for reason in evaluation.get("reasons") or [])]
         run_view = f"/mlscale/run?{urlencode({'dag_id': ti.dag_id, 'run_id': ti.run_id})}"
-        lines += ["", f"[The run in the mlscale run view]({run_view})",
-                  "", f"Approve: the package becomes Approved and is deployed. Reject: it becomes Rejected. "
-                  f"No answer within {self.response_timeout_minutes} minutes: it stays pending and nothing is deployed."]  # fmt: skip
+        lines += [
+            "",
+            f"[The run in the mlscale run view]({run_view})",
+            "",
+            f"Approve: the package becomes Approved and is deployed. Reject: it becomes Rejected. "
+            f"No answer within {self.response_timeout_minutes} minutes: it stays pending and nothing is deployed.",
+        ]
         return "\n".join(lines)
 
     def execute_complete(self, context: Context, event: dict[str, Any]) -> Any:
         if "error" in event and event.get("error_type") == "timeout":
-            self.log.warning("No answer within %s minutes: %s stays %s; deployment is skipped.",
-                             self.response_timeout_minutes, self.model_package_arn, PENDING)  # fmt: skip
+            self.log.warning(
+                "No answer within %s minutes: %s stays %s; deployment is skipped.",
+                self.response_timeout_minutes,
+                self.model_package_arn,
+                PENDING,
+            )
             return self._skip_deployment(context, self._result(PENDING, None))
         answer = HITLOperator.execute_complete(self, context=context, event=event)  # checks the answer
         approved = answer["chosen_options"][0] == self.APPROVE
@@ -97,8 +124,10 @@ class ModelApprovalOperator(ApprovalOperator):
         who = (answer.get("responded_by_user") or {}).get("name") or "unknown"
         ti = context["ti"]
         self._sagemaker().update_model_package(
-            ModelPackageArn=self.model_package_arn, ModelApprovalStatus=status,
-            ApprovalDescription=f"{status} by {who} in Airflow ({ti.dag_id} / {ti.run_id})"[:1024])  # fmt: skip
+            ModelPackageArn=self.model_package_arn,
+            ModelApprovalStatus=status,
+            ApprovalDescription=f"{status} by {who} in Airflow ({ti.dag_id} / {ti.run_id})"[:1024],
+        )
         self.log.info("Model package %s: %s by %s.", self.model_package_arn, status, who)
         result = self._result(status, who)
         return result if approved else self._skip_deployment(context, result)

@@ -27,8 +27,15 @@ def client_token(context: Any, attempt: int, purpose: str, request: dict[str, An
     return hashlib.sha256(identity.encode()).hexdigest()
 
 
-def start_or_reattach(athena, request: dict[str, Any], context: Any, purpose: str, log, first_attempt: int = 1,
-                      before_next_attempt: Callable[[str, int], None] | None = None) -> tuple[str, dict]:  # fmt: skip
+def start_or_reattach(
+    athena,
+    request: dict[str, Any],
+    context: Any,
+    purpose: str,
+    log,
+    first_attempt: int = 1,
+    before_next_attempt: Callable[[str, int], None] | None = None,
+) -> tuple[str, dict]:
     """The id and description of this task run's current query: one already started under this run's token
     (running or SUCCEEDED), else a new one. Attempts start at `first_attempt` (the newest the caller knows was
     started). `before_next_attempt(ended_query_id, next_attempt)` runs after a query ended FAILED or CANCELLED

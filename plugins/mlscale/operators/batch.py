@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.batch_client import BatchClientHook
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.waits.kinds import BATCH_JOB, failure_message
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.metric_regex import compile_metric
 from mlscale.naming import resource_name
@@ -25,6 +24,7 @@ from mlscale.specs.batch import (
     job_definition_request,
 )
 from mlscale.specs.rules import require
+from mlscale.waits.kinds import BATCH_JOB, failure_message
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -64,9 +64,12 @@ class BatchMultiNodeTrainingOperator(StageOperator):
 
     def execute(self, context: Context) -> Any:
         if self.job_name is not None:
-            require(isinstance(self.job_name, str) and bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,124}\Z",
-                    self.job_name)), "job_name", "must be 1-125 letters, digits, '-' and '_' (a Batch job name)",
-                    self.job_name)  # fmt: skip
+            require(
+                isinstance(self.job_name, str) and bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,124}\Z", self.job_name)),
+                "job_name",
+                "must be 1-125 letters, digits, '-' and '_' (a Batch job name)",
+                self.job_name,
+            )
         return super().execute(context)
 
     # -- the stage ------------------------------------------------------------------------------------------
@@ -77,8 +80,9 @@ class BatchMultiNodeTrainingOperator(StageOperator):
         from mlscale.hooks.sourcedir import pack_source_dir
 
         spec = self.spec
-        request = build_submit_request(spec, job_name="<job>", job_definition="<definition>",
-                                       sourcedir_uri="<code>" if spec.script_mode else None)  # fmt: skip
+        request = build_submit_request(
+            spec, job_name="<job>", job_definition="<definition>", sourcedir_uri="<code>" if spec.script_mode else None
+        )
         request.pop("tags", None)
         request.pop("jobQueue", None)
         extras: dict[str, Any] = {"definition": self._definition_identity}
@@ -93,17 +97,27 @@ class BatchMultiNodeTrainingOperator(StageOperator):
             return job_definition_request(self.spec, "mlscale")["nodeProperties"]
         found = self.hook.conn.describe_job_definitions(jobDefinitions=[self.spec.job_definition])["jobDefinitions"]
         keep = ("image", "command", "environment", "resourceRequirements")
-        return [[{key: (r.get("container") or {}).get(key) for key in keep} for r in
-                 (d.get("nodeProperties") or {}).get("nodeRangeProperties", [])] for d in found]  # fmt: skip
+        return [
+            [
+                {key: (r.get("container") or {}).get(key) for key in keep}
+                for r in (d.get("nodeProperties") or {}).get("nodeRangeProperties", [])
+            ]
+            for d in found
+        ]
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
         from mlscale.hooks import lineage
 
         spec = self.spec
         inputs = [lineage.s3(uri) for uri in (spec.inputs or {}).values() if uri.startswith("s3://")]
-        details = {"job_id": result["job_id"], "node_count": result["node_count"], "vcpus": spec.vcpus,
-                   "gpus": spec.gpus, "hyperparameters": {k: str(v) for k, v in (spec.hyperparameters or {}).items()},
-                   "final_metrics": result.get("final_metrics") or {}}  # fmt: skip
+        details = {
+            "job_id": result["job_id"],
+            "node_count": result["node_count"],
+            "vcpus": spec.vcpus,
+            "gpus": spec.gpus,
+            "hyperparameters": {k: str(v) for k, v in (spec.hyperparameters or {}).items()},
+            "final_metrics": result.get("final_metrics") or {},
+        }
         outputs = [lineage.s3(result["model_artifact"])] if result.get("model_artifact") else []
         return inputs, outputs, details
 
@@ -125,8 +139,9 @@ class BatchMultiNodeTrainingOperator(StageOperator):
                 self.log.info("Batch job %s (%s) already succeeded; reusing its result.", job_name, existing["jobId"])
             return self._result(existing["jobId"])
         if existing:
-            self.log.info("Batch job %s (%s) is %s; waiting for it again.", job_name, existing["jobId"],
-                          existing["status"])  # fmt: skip
+            self.log.info(
+                "Batch job %s (%s) is %s; waiting for it again.", job_name, existing["jobId"], existing["status"]
+            )
             return Wait(BATCH_JOB, existing["jobId"])
         return Wait(BATCH_JOB, self._submit(job_name))
 
@@ -140,9 +155,12 @@ class BatchMultiNodeTrainingOperator(StageOperator):
             job = BATCH_JOB.describe(self.hook.conn, event["resource_id"])
             count = (job.get("nodeProperties") or {}).get("numNodes", 0)
             nodes = self.hook.conn.describe_jobs(jobs=[f"{job['jobId']}#{i}" for i in range(min(count, 100))])["jobs"]
-            exits = [f"node {n['nodeDetails']['nodeIndex']}{' (main)' if n['nodeDetails']['isMainNode'] else ''} "
-                     f"exited {n['container']['exitCode']}" for n in nodes
-                     if (n.get("container") or {}).get("exitCode") not in (None, 0)]  # fmt: skip
+            exits = [
+                f"node {n['nodeDetails']['nodeIndex']}{' (main)' if n['nodeDetails']['isMainNode'] else ''} "
+                f"exited {n['container']['exitCode']}"
+                for n in nodes
+                if (n.get("container") or {}).get("exitCode") not in (None, 0)
+            ]
             if exits:
                 message += "; " + ", ".join(exits)
         except Exception as error:  # noqa: BLE001 - the job's own reason is still worth raising
@@ -161,7 +179,8 @@ class BatchMultiNodeTrainingOperator(StageOperator):
     def _jobs_named(self, name: str) -> list[dict[str, Any]]:
         """The queue's jobs of this name, newest first (ListJobs with a JOB_NAME filter lists every status)."""
         pages = self.hook.conn.get_paginator("list_jobs").paginate(
-            jobQueue=self.spec.job_queue, filters=[{"name": "JOB_NAME", "values": [name]}])  # fmt: skip
+            jobQueue=self.spec.job_queue, filters=[{"name": "JOB_NAME", "values": [name]}]
+        )
         jobs = [job for page in pages for job in page["jobSummaryList"] if job["jobName"] == name]
         return sorted(jobs, key=lambda job: job.get("createdAt", 0), reverse=True)
 
@@ -190,8 +209,14 @@ class BatchMultiNodeTrainingOperator(StageOperator):
         if self._fingerprint:
             request["tags"][FINGERPRINT_TAG] = self._fingerprint
         response = self.hook.conn.submit_job(**request)
-        self.log.info("Submitted Batch job %s (%s): %d nodes of %d vCPUs on queue %s", job_name,
-                      response["jobId"], spec.node_count, spec.vcpus, spec.job_queue)  # fmt: skip
+        self.log.info(
+            "Submitted Batch job %s (%s): %d nodes of %d vCPUs on queue %s",
+            job_name,
+            response["jobId"],
+            spec.node_count,
+            spec.vcpus,
+            spec.job_queue,
+        )
         return response["jobId"]
 
     def _check_definition(self, definition: str) -> None:
@@ -201,11 +226,18 @@ class BatchMultiNodeTrainingOperator(StageOperator):
             found = sorted((d for d in found if d["status"] == "ACTIVE"), key=lambda d: d["revision"])[-1:]
         require(bool(found), "job_definition", "names no ACTIVE job definition", definition)
         nodes = found[0].get("nodeProperties")
-        require(found[0]["type"] == "multinode" and nodes is not None, "job_definition",
-                "must be a multi-node parallel job definition (type multinode)", definition)  # fmt: skip
-        require(int(nodes.get("mainNode", 0)) == self.spec.main_node_index, "main_node_index",
-                f"must be the job definition's mainNode ({nodes.get('mainNode')}): SubmitJob cannot change it",
-                self.spec.main_node_index)  # fmt: skip
+        require(
+            found[0]["type"] == "multinode" and nodes is not None,
+            "job_definition",
+            "must be a multi-node parallel job definition (type multinode)",
+            definition,
+        )
+        require(
+            int(nodes.get("mainNode", 0)) == self.spec.main_node_index,
+            "main_node_index",
+            f"must be the job definition's mainNode ({nodes.get('mainNode')}): SubmitJob cannot change it",
+            self.spec.main_node_index,
+        )
 
     def _registered_definition(self) -> str:
         """A job definition for `image`, registered once: its name is a hash of what it holds."""
@@ -247,8 +279,9 @@ class BatchMultiNodeTrainingOperator(StageOperator):
             return {}
         from airflow.providers.amazon.aws.hooks.logs import AwsLogsHook
 
-        logs = AwsLogsHook(aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify,
-                           config=self.botocore_config)  # fmt: skip
+        logs = AwsLogsHook(
+            aws_conn_id=self.aws_conn_id, region_name=self.region_name, verify=self.verify, config=self.botocore_config
+        )
         patterns = {name: compile_metric(regex) for name, regex in self.spec.metric_definitions.items()}
         metrics: dict[str, float] = {}
         for event in logs.get_log_events("/aws/batch/job", stream, start_from_head=True):

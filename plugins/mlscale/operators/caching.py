@@ -62,14 +62,22 @@ def compute(stage: str, parts: CacheParts, config: CacheConfig | None, s3_client
             placeholders[uri] = f"<input:{name}>"
     placeholders.update({uri: f"<output:{name}>" for name, uri in parts.outputs.items()})
     # an image named in the request as well as among the extras: ignoring it must leave the request alike
-    placeholders.update({value: f"<{name}>" for name, value in parts.extras.items()
-                         if isinstance(value, str) and len(value) >= 8})  # fmt: skip
-    identities = {name: IGNORED if name in ignored else s3_identity(s3_client, uris)
-                  for name, uris in parts.inputs.items()}  # fmt: skip
-    extras = {name: IGNORED if name in ignored else (value() if callable(value) else value)
-              for name, value in parts.extras.items()}  # fmt: skip
-    body = {"request": with_placeholders(parts.request, placeholders), "inputs": identities, **extras,
-            "result_format": RESULT_FORMAT}  # fmt: skip
+    placeholders.update(
+        {value: f"<{name}>" for name, value in parts.extras.items() if isinstance(value, str) and len(value) >= 8}
+    )
+    identities = {
+        name: IGNORED if name in ignored else s3_identity(s3_client, uris) for name, uris in parts.inputs.items()
+    }
+    extras = {
+        name: IGNORED if name in ignored else (value() if callable(value) else value)
+        for name, value in parts.extras.items()
+    }
+    body = {
+        "request": with_placeholders(parts.request, placeholders),
+        "inputs": identities,
+        **extras,
+        "result_format": RESULT_FORMAT,
+    }
     return fingerprint(stage, version, body), identities
 
 
@@ -83,19 +91,36 @@ def reuse(operator: Any, context: Any, key: str, config: CacheConfig) -> dict[st
         return None
     expiry = config.expiry()
     if expiry is not None and age(entry) > expiry.total_seconds():
-        log.info("Stage cache: %s from run %s is older than expire_after %s; running again.", entry["job"],
-                 entry["run_id"], config.expire_after)  # fmt: skip
+        log.info(
+            "Stage cache: %s from run %s is older than expire_after %s; running again.",
+            entry["job"],
+            entry["run_id"],
+            config.expire_after,
+        )
         return None
     why_not = operator.cache_reusable(entry)
     if why_not:
-        log.info("Stage cache: %s from run %s cannot be reused (%s); running again.", entry["job"],
-                 entry["run_id"], why_not)  # fmt: skip
+        log.info(
+            "Stage cache: %s from run %s cannot be reused (%s); running again.", entry["job"], entry["run_id"], why_not
+        )
         return None
-    log.info("Stage cache hit: reused %s %s from run %s (%s, recorded %s); launching nothing.", operator.cache_noun,
-             entry["job"], entry["run_id"], entry["dag_id"], entry["recorded_at"])  # fmt: skip
+    log.info(
+        "Stage cache hit: reused %s %s from run %s (%s, recorded %s); launching nothing.",
+        operator.cache_noun,
+        entry["job"],
+        entry["run_id"],
+        entry["dag_id"],
+        entry["recorded_at"],
+    )
     operator.reusing(context, entry)
-    cache = {"hit": True, "enabled": True, "reused": entry["job"], "from_run": entry["run_id"],
-             "from_dag": entry["dag_id"], "recorded_at": entry["recorded_at"]}  # fmt: skip
+    cache = {
+        "hit": True,
+        "enabled": True,
+        "reused": entry["job"],
+        "from_run": entry["run_id"],
+        "from_dag": entry["dag_id"],
+        "recorded_at": entry["recorded_at"],
+    }
     return {**entry["result"], "fingerprint": key, "cache": cache}
 
 
@@ -105,8 +130,17 @@ def record(operator: Any, context: Any, key: str, config: CacheConfig | None, re
     if enabled:
         ti = context["ti"]
         job = str(result.get(operator.cache_job_key))
-        uri = write_entry(operator.s3_hook(), config.location or default_location(), operator.cache_stage, key,
-                          job=job, dag_id=ti.dag_id, run_id=ti.run_id, task_id=ti.task_id, result=result)  # fmt: skip
+        uri = write_entry(
+            operator.s3_hook(),
+            config.location or default_location(),
+            operator.cache_stage,
+            key,
+            job=job,
+            dag_id=ti.dag_id,
+            run_id=ti.run_id,
+            task_id=ti.task_id,
+            result=result,
+        )
         operator.log.info("Stage cache: recorded %s %s under fingerprint %s (%s).", operator.cache_noun, job, key, uri)
     return {**result, "fingerprint": key, "cache": {"hit": False, "enabled": enabled}}
 

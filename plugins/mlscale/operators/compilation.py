@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlscale.waits.kinds import COMPILATION
 from mlscale.links import CompilationJobLink
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.compilation import CompilationSpec
+from mlscale.waits.kinds import COMPILATION
 
 
 class SageMakerNeoCompilationOperator(SageMakerJobOperator):
@@ -27,8 +27,11 @@ class SageMakerNeoCompilationOperator(SageMakerJobOperator):
         super().__init__(spec=spec, **kwargs)
 
     def cache_parts(self, context: Any) -> CacheParts:
-        return CacheParts(self.spec.request("<job>"), inputs={"model": self.spec.model_artifact},
-                          outputs={"compiled": self.spec.output_uri})  # fmt: skip
+        return CacheParts(
+            self.spec.request("<job>"),
+            inputs={"model": self.spec.model_artifact},
+            outputs={"compiled": self.spec.output_uri},
+        )
 
     def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
         from mlscale.hooks import lineage
@@ -40,6 +43,7 @@ class SageMakerNeoCompilationOperator(SageMakerJobOperator):
         return inputs, [lineage.s3(result["compiled_artifact"])], details
 
     def _create_job(self, job_name: str, region: str) -> None:
-        self.log.info("Creating compilation job %s for %s", job_name,
-                      self.spec.target_device or self.spec.target_platform)  # fmt: skip
+        self.log.info(
+            "Creating compilation job %s for %s", job_name, self.spec.target_device or self.spec.target_platform
+        )
         self.hook.conn.create_compilation_job(**self.tagged(self.spec.request(job_name)))

@@ -46,11 +46,18 @@ class TrainingDiagnosisOperator(StageOperator):
         final = {m["MetricName"]: m["Value"] for m in job.get("FinalMetricDataList", [])}
         points = sum(len(v) for v in series.values())
         if not points:
-            reason = ("no utilisation metrics for the job in CloudWatch: it ran for less than a period, "
-                      "or its metrics have expired")  # fmt: skip
+            reason = (
+                "no utilisation metrics for the job in CloudWatch: it ran for less than a period, "
+                "or its metrics have expired"
+            )
             self.log.warning(reason)
-            return {"job_name": spec.job_name, "verdict": "unknown", "reasons": [reason], "stats": {},
-                    "recommendation": None}  # fmt: skip
+            return {
+                "job_name": spec.job_name,
+                "verdict": "unknown",
+                "reasons": [reason],
+                "stats": {},
+                "recommendation": None,
+            }
         instance = INSTANCES.get(instance_type)
         if instance is None:
             from mlscale.advisors.instances import InstanceType
@@ -58,35 +65,60 @@ class TrainingDiagnosisOperator(StageOperator):
             instance = InstanceType(instance_type, 0, "-", 0, 1, 0, 0, 0)  # unknown type: CPU shares as reported
         evidence = Evidence.from_sagemaker(series, instance, final.get(spec.data_wait_metric))
         verdict = classify(evidence, has_gpu=bool(series.get("GPUUtilization")))
-        recommendation = (next_step(verdict, instance_type, count, spec.loader_workers).to_dict()
-                          if instance_type in INSTANCES else None)  # fmt: skip
+        recommendation = (
+            next_step(verdict, instance_type, count, spec.loader_workers).to_dict()
+            if instance_type in INSTANCES
+            else None
+        )
         self.log.info("Training job %s is %s: %s", spec.job_name, verdict.bound, "; ".join(verdict.reasons))
         self.log.info("Evidence (%d points): %s", points, {k: round(v, 1) for k, v in verdict.stats.items()})
         if recommendation:
-            self.log.info("Next step (%s): %s x %s; %s. %s", recommendation["step"], recommendation["instance_count"],
-                          recommendation["instance_type"], "; ".join(recommendation["changes"]),
-                          recommendation["reason"])  # fmt: skip
-        return {"job_name": spec.job_name, "instance_type": instance_type, "instance_count": count,
-                "verdict": verdict.bound, "reasons": verdict.reasons,
-                "stats": {k: round(v, 3) for k, v in verdict.stats.items()}, "points": points,
-                "recommendation": recommendation}  # fmt: skip
+            self.log.info(
+                "Next step (%s): %s x %s; %s. %s",
+                recommendation["step"],
+                recommendation["instance_count"],
+                recommendation["instance_type"],
+                "; ".join(recommendation["changes"]),
+                recommendation["reason"],
+            )
+        return {
+            "job_name": spec.job_name,
+            "instance_type": instance_type,
+            "instance_count": count,
+            "verdict": verdict.bound,
+            "reasons": verdict.reasons,
+            "stats": {k: round(v, 3) for k, v in verdict.stats.items()},
+            "points": points,
+            "recommendation": recommendation,
+        }
 
     def _metrics(self, cloudwatch, job: dict, count: int) -> dict[str, list[float]]:
         spec = self.spec
         start = job.get("TrainingStartTime") or job["CreationTime"]
         end = (job.get("TrainingEndTime") or job["LastModifiedTime"]) + timedelta(seconds=spec.period)
         queries = [
-            {"Id": f"m{h}_{i}", "Label": name,
-             "MetricStat": {"Metric": {"Namespace": NAMESPACE, "MetricName": name,
-                                       "Dimensions": [{"Name": "Host", "Value": f"{spec.job_name}/algo-{h}"}]},
-                            "Period": spec.period, "Stat": "Average"}}
-            for h in range(1, count + 1) for i, name in enumerate(METRICS)
-        ]  # fmt: skip
+            {
+                "Id": f"m{h}_{i}",
+                "Label": name,
+                "MetricStat": {
+                    "Metric": {
+                        "Namespace": NAMESPACE,
+                        "MetricName": name,
+                        "Dimensions": [{"Name": "Host", "Value": f"{spec.job_name}/algo-{h}"}],
+                    },
+                    "Period": spec.period,
+                    "Stat": "Average",
+                },
+            }
+            for h in range(1, count + 1)
+            for i, name in enumerate(METRICS)
+        ]
         series: dict[str, list[float]] = {name: [] for name in METRICS}
         for batch in range(0, len(queries), 500):
             paginator = cloudwatch.get_paginator("get_metric_data")
-            for page in paginator.paginate(MetricDataQueries=queries[batch : batch + 500], StartTime=start,
-                                           EndTime=end):  # fmt: skip
+            for page in paginator.paginate(
+                MetricDataQueries=queries[batch : batch + 500], StartTime=start, EndTime=end
+            ):
                 for result in page["MetricDataResults"]:
                     series[result["Label"]].extend(result["Values"])
         return {name: values for name, values in series.items() if values}

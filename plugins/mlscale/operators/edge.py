@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowException
 
 from mlscale.hooks.greengrass import GreengrassHook
-from mlscale.waits.kinds import GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, device_deployment_id
 from mlscale.links import GreengrassDeploymentLink
 from mlscale.naming import resource_name
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.operators.supersede import MODEL_VERSION_TAG, skip_if_superseded
 from mlscale.specs.edge import EdgeDeploymentSpec
+from mlscale.waits.kinds import GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, device_deployment_id
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -59,8 +59,11 @@ class GreengrassEdgeDeployOperator(StageOperator):
 
     def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
         deployment = self.hook.conn.get_deployment(deploymentId=wait.resource_id)
-        return {"deployment_id": wait.resource_id, "status": deployment["deploymentStatus"],
-                "target_arn": deployment["targetArn"]}  # fmt: skip
+        return {
+            "deployment_id": wait.resource_id,
+            "status": deployment["deploymentStatus"],
+            "target_arn": deployment["targetArn"],
+        }
 
     def failed(self, context: Context, event: dict[str, Any]) -> None:
         if event["status"] == "failed":
@@ -77,8 +80,9 @@ class GreengrassEdgeDeployOperator(StageOperator):
             if summary["deploymentStatus"] not in ("ACTIVE", "COMPLETED"):
                 continue  # canceled, failed or replaced: not what the devices run
             tags = client.get_deployment(deploymentId=summary["deploymentId"]).get("tags") or {}
-            skip_if_superseded(self.spec.model_version, tags.get(MODEL_VERSION_TAG),
-                               f"thing group {self.spec.thing_group_name}")  # fmt: skip
+            skip_if_superseded(
+                self.spec.model_version, tags.get(MODEL_VERSION_TAG), f"thing group {self.spec.thing_group_name}"
+            )
             return  # the newest one the devices run (or are getting) decides
 
     # -- steps ------------------------------------------------------------------------------------------------
@@ -101,24 +105,42 @@ class GreengrassEdgeDeployOperator(StageOperator):
             # was killed, or the abort criteria tripped) gets a new attempt on the next try, as a job does
             token = resource_name(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1), attempt=attempt)
             deployment = self.hook.conn.create_deployment(
-                targetArn=group_arn, deploymentName=token, clientToken=token,
+                targetArn=group_arn,
+                deploymentName=token,
+                clientToken=token,
                 tags={MODEL_VERSION_TAG: spec.model_version} if spec.model_version else {},
                 components={spec.component_name: {"componentVersion": version}},
-                deploymentPolicies={"failureHandlingPolicy": spec.failure_handling,
-                                    "componentUpdatePolicy": {"timeoutInSeconds": spec.component_timeout,
-                                                              "action": "NOTIFY_COMPONENTS"}},
-                iotJobConfiguration={"abortConfig": {"criteriaList": [{
-                    "failureType": "FAILED", "action": "CANCEL",
-                    "thresholdPercentage": float(spec.abort_threshold_percent), "minNumberOfExecutedThings": 1}]}},
-            )  # fmt: skip
+                deploymentPolicies={
+                    "failureHandlingPolicy": spec.failure_handling,
+                    "componentUpdatePolicy": {
+                        "timeoutInSeconds": spec.component_timeout,
+                        "action": "NOTIFY_COMPONENTS",
+                    },
+                },
+                iotJobConfiguration={
+                    "abortConfig": {
+                        "criteriaList": [
+                            {
+                                "failureType": "FAILED",
+                                "action": "CANCEL",
+                                "thresholdPercentage": float(spec.abort_threshold_percent),
+                                "minNumberOfExecutedThings": 1,
+                            }
+                        ]
+                    }
+                },
+            )
             status = GREENGRASS_DEPLOYMENT.describe(self.hook.conn, deployment["deploymentId"])["deploymentStatus"]
             if status not in GREENGRASS_DEPLOYMENT.failed:
                 break
             if status == "INACTIVE":  # a newer run's deployment replaced this one: a new attempt would undo it
                 self._skip_if_superseded(group_arn)
-            self.log.info("Deployment %s ended %s; the next attempt is a new deployment.", deployment["deploymentId"],
-                          status)  # fmt: skip
-        self.log.info("Deployment %s of %s %s to %s", deployment["deploymentId"], spec.component_name, version, group_arn)
+            self.log.info(
+                "Deployment %s ended %s; the next attempt is a new deployment.", deployment["deploymentId"], status
+            )
+        self.log.info(
+            "Deployment %s of %s %s to %s", deployment["deploymentId"], spec.component_name, version, group_arn
+        )
         GreengrassDeploymentLink.persist_for(context, self, deployment_id=deployment["deploymentId"])
         return deployment["deploymentId"]
 
@@ -139,24 +161,32 @@ class GreengrassEdgeDeployOperator(StageOperator):
             "ComponentDescription": "mlscale: the Neo-compiled model and a smoke inference",
             "ComponentPublisher": "mlscale",
             "ComponentConfiguration": {"DefaultConfiguration": {"sample": spec.sample_value()}},
-            "Manifests": [{
-                "Platform": {"os": "linux", "architecture": "/amd64|x86_64|aarch64|arm64/"},
-                "Artifacts": [{"URI": spec.compiled_artifact}, {"URI": app_uri, "Unarchive": "ZIP"}],
-                "Lifecycle": {"Run": {"Script": "python3 {artifacts:decompressedPath}/inference_app/inference_app.py "
-                                                f"--model {{artifacts:path}}/{model_file} "
-                                                "--sample '{configuration:/sample}'",
-                                      "Timeout": spec.component_timeout}},
-            }],
-        }  # fmt: skip
+            "Manifests": [
+                {
+                    "Platform": {"os": "linux", "architecture": "/amd64|x86_64|aarch64|arm64/"},
+                    "Artifacts": [{"URI": spec.compiled_artifact}, {"URI": app_uri, "Unarchive": "ZIP"}],
+                    "Lifecycle": {
+                        "Run": {
+                            "Script": "python3 {artifacts:decompressedPath}/inference_app/inference_app.py "
+                            f"--model {{artifacts:path}}/{model_file} "
+                            "--sample '{configuration:/sample}'",
+                            "Timeout": spec.component_timeout,
+                        }
+                    },
+                }
+            ],
+        }
         client = self.hook.conn
         try:
-            status = client.create_component_version(inlineRecipe=json.dumps(recipe).encode(),
-                                                     clientToken=digest[:64])["status"]  # fmt: skip
+            status = client.create_component_version(inlineRecipe=json.dumps(recipe).encode(), clientToken=digest[:64])[
+                "status"
+            ]
         except client.exceptions.ConflictException:
             return  # this model and app are already a component version
         if status["componentState"] != "DEPLOYABLE":
-            raise AirflowException(f"Component {spec.component_name} {version} is {status['componentState']}: "
-                                   f"{status.get('errors')}")  # fmt: skip
+            raise AirflowException(
+                f"Component {spec.component_name} {version} is {status['componentState']}: {status.get('errors')}"
+            )
 
     def _outcome(self, deployment_id: str) -> dict[str, Any]:
         """Each device's status, reason and smoke answer; raises when the deployment or a device failed."""
@@ -167,8 +197,11 @@ class GreengrassEdgeDeployOperator(StageOperator):
             thing = device["coreDeviceThingName"]
             mine = GREENGRASS_DEVICE.describe(client, device_deployment_id(thing, deployment_id))
             if mine["coreDeviceExecutionStatus"] != "PENDING":
-                devices[thing] = {"status": mine["coreDeviceExecutionStatus"], "reason": mine.get("reason", ""),
-                                  "answer": self._answer(thing)}  # fmt: skip
+                devices[thing] = {
+                    "status": mine["coreDeviceExecutionStatus"],
+                    "reason": mine.get("reason", ""),
+                    "answer": self._answer(thing),
+                }
         status = deployment["deploymentStatus"]
         if status == "INACTIVE":  # replaced by another run's deployment, maybe before ours was first described
             self._skip_if_superseded(deployment["targetArn"])
@@ -177,18 +210,28 @@ class GreengrassEdgeDeployOperator(StageOperator):
         failed = {t: d["reason"] for t, d in devices.items() if d["status"] not in GREENGRASS_DEVICE.succeeded}
         if status != "COMPLETED" or failed:
             raise AirflowException(f"Greengrass deployment {deployment_id} {status}; devices not deployed: {failed}")
-        return {"deployment_id": deployment_id, "status": status, "devices": devices,
-                "target_arn": deployment.get("targetArn")}  # fmt: skip
+        return {
+            "deployment_id": deployment_id,
+            "status": status,
+            "devices": devices,
+            "target_arn": deployment.get("targetArn"),
+        }
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
         """The compiled model in; the deployment out (Greengrass ARNs: arn:aws:greengrass:<region>:<account>)."""
         from mlscale.hooks import lineage
 
         region, account = result["target_arn"].split(":")[3:5]
-        deployment = {"component": self.spec.component_name, "thing_group_arn": result["target_arn"],
-                      "status": result["status"], "devices": {t: d["status"] for t, d in result["devices"].items()}}  # fmt: skip
-        out = lineage.arn(f"arn:aws:greengrass:{region}:{account}:deployments:{result['deployment_id']}",
-                          greengrass_deployment=deployment)  # fmt: skip
+        deployment = {
+            "component": self.spec.component_name,
+            "thing_group_arn": result["target_arn"],
+            "status": result["status"],
+            "devices": {t: d["status"] for t, d in result["devices"].items()},
+        }
+        out = lineage.arn(
+            f"arn:aws:greengrass:{region}:{account}:deployments:{result['deployment_id']}",
+            greengrass_deployment=deployment,
+        )
         return [lineage.s3(self.spec.compiled_artifact)], [out], deployment
 
     def _answer(self, thing: str) -> str | None:

@@ -11,11 +11,11 @@ from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
 from mlscale.hooks import errors
-from mlscale.waits.kinds import ENDPOINT
 from mlscale.links import EndpointLink
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.operators.supersede import MODEL_VERSION_TAG, skip_if_superseded
 from mlscale.specs.endpoint import EndpointSpec
+from mlscale.waits.kinds import ENDPOINT
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -60,7 +60,9 @@ class SageMakerEndpointDeployOperator(StageOperator):
 
     def _config_name(self) -> str:
         spec = self.spec
-        digest = hashlib.sha256(f"{spec.model_artifact}|{spec.instance_type}|{spec.instance_count}".encode()).hexdigest()[:8]
+        digest = hashlib.sha256(
+            f"{spec.model_artifact}|{spec.instance_type}|{spec.instance_count}".encode()
+        ).hexdigest()[:8]
         return f"{spec.endpoint_name[:54]}-{digest}"
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
@@ -77,9 +79,11 @@ class SageMakerEndpointDeployOperator(StageOperator):
                 return Wait(ENDPOINT, spec.endpoint_name)
             status = ENDPOINT.status(existing)
             if status in ENDPOINT.failed:
-                raise AirflowException(f"Endpoint {spec.endpoint_name} is {status} "
-                                       f"({existing.get('FailureReason', 'no reason given')}): delete it to deploy "
-                                       "again; SageMaker updates only InService endpoints")  # fmt: skip
+                raise AirflowException(
+                    f"Endpoint {spec.endpoint_name} is {status} "
+                    f"({existing.get('FailureReason', 'no reason given')}): delete it to deploy "
+                    "again; SageMaker updates only InService endpoints"
+                )
             if not ENDPOINT.settled(existing):  # our own update of a try before, or another run's
                 self.log.info("Endpoint %s is %s; waiting for it, then deciding again.", spec.endpoint_name, status)
                 return Wait(ENDPOINT, spec.endpoint_name, stop_on_kill=False, recheck=True)
@@ -89,30 +93,46 @@ class SageMakerEndpointDeployOperator(StageOperator):
         final = ENDPOINT.describe(sagemaker, spec.endpoint_name)
         if final["EndpointConfigName"] != config_name:
             self._skip_if_superseded(final["EndpointConfigName"])  # a newer run's update came right after ours
-            raise AirflowException(f"Endpoint {spec.endpoint_name} still serves {final['EndpointConfigName']}, not "
-                                   f"{config_name}: the update failed or rolled back "
-                                   f"({final.get('FailureReason', 'no reason given')})")  # fmt: skip
+            raise AirflowException(
+                f"Endpoint {spec.endpoint_name} still serves {final['EndpointConfigName']}, not "
+                f"{config_name}: the update failed or rolled back "
+                f"({final.get('FailureReason', 'no reason given')})"
+            )
         policy = self._autoscale()
         answer = self._smoke_test()
-        return {"endpoint_name": spec.endpoint_name, "endpoint_arn": final["EndpointArn"],
-                "endpoint_config": config_name, "variant": VARIANT, "scaling_policy": policy,
-                "sample_answer": answer}  # fmt: skip
+        return {
+            "endpoint_name": spec.endpoint_name,
+            "endpoint_arn": final["EndpointArn"],
+            "endpoint_config": config_name,
+            "variant": VARIANT,
+            "scaling_policy": policy,
+            "sample_answer": answer,
+        }
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
         from mlscale.hooks import lineage
 
         spec = self.spec
-        config = {"endpoint_config": result["endpoint_config"], "variant": VARIANT, "instance_type": spec.instance_type,
-                  "instance_count": spec.instance_count, "scaling_policy": result["scaling_policy"],
-                  "min_capacity": spec.min_capacity, "max_capacity": spec.max_capacity}  # fmt: skip
+        config = {
+            "endpoint_config": result["endpoint_config"],
+            "variant": VARIANT,
+            "instance_type": spec.instance_type,
+            "instance_count": spec.instance_count,
+            "scaling_policy": result["scaling_policy"],
+            "min_capacity": spec.min_capacity,
+            "max_capacity": spec.max_capacity,
+        }
         return [lineage.s3(spec.model_artifact)], [lineage.arn(result["endpoint_arn"], endpoint=config)], config
 
     def _update(self, serving: str, config_name: str) -> Wait:
         spec, sagemaker = self.spec, self.hook.conn
         self.log.info("Updating endpoint %s: %s -> %s", spec.endpoint_name, serving, config_name)
         try:
-            sagemaker.update_endpoint(EndpointName=spec.endpoint_name, EndpointConfigName=config_name,
-                                      DeploymentConfig=spec.deployment_config())  # fmt: skip
+            sagemaker.update_endpoint(
+                EndpointName=spec.endpoint_name,
+                EndpointConfigName=config_name,
+                DeploymentConfig=spec.deployment_config(),
+            )
         except ClientError as error:  # another run's update began since we looked: wait for it, then decide again
             if errors.code(error) != "ValidationException":
                 raise
@@ -136,34 +156,62 @@ class SageMakerEndpointDeployOperator(StageOperator):
     def _ensure_model(self, name: str) -> None:
         sagemaker = self.hook.conn
         if errors.describe_or_none(sagemaker.describe_model, ModelName=name) is None:
-            sagemaker.create_model(ModelName=name, ExecutionRoleArn=self.spec.role_arn,
-                                   PrimaryContainer={"Image": self.spec.image_uri, "ModelDataUrl": self.spec.model_artifact})  # fmt: skip
+            sagemaker.create_model(
+                ModelName=name,
+                ExecutionRoleArn=self.spec.role_arn,
+                PrimaryContainer={"Image": self.spec.image_uri, "ModelDataUrl": self.spec.model_artifact},
+            )
 
     def _ensure_config(self, name: str, model_name: str) -> None:
         sagemaker = self.hook.conn
         if errors.describe_or_none(sagemaker.describe_endpoint_config, EndpointConfigName=name) is None:
             tags = [{"Key": MODEL_VERSION_TAG, "Value": self.spec.model_version}] if self.spec.model_version else []
-            sagemaker.create_endpoint_config(EndpointConfigName=name, ProductionVariants=[{
-                "VariantName": VARIANT, "ModelName": model_name, "InstanceType": self.spec.instance_type,
-                "InitialInstanceCount": self.spec.instance_count, "InitialVariantWeight": 1.0}], Tags=tags)  # fmt: skip
+            sagemaker.create_endpoint_config(
+                EndpointConfigName=name,
+                ProductionVariants=[
+                    {
+                        "VariantName": VARIANT,
+                        "ModelName": model_name,
+                        "InstanceType": self.spec.instance_type,
+                        "InitialInstanceCount": self.spec.instance_count,
+                        "InitialVariantWeight": 1.0,
+                    }
+                ],
+                Tags=tags,
+            )
 
     def _autoscale(self) -> str:
         spec = self.spec
         scaling = self.aws_client("application-autoscaling")
         resource = f"endpoint/{spec.endpoint_name}/variant/{VARIANT}"
-        scaling.register_scalable_target(ServiceNamespace="sagemaker", ResourceId=resource,
-                                         ScalableDimension="sagemaker:variant:DesiredInstanceCount",
-                                         MinCapacity=spec.min_capacity, MaxCapacity=spec.max_capacity)  # fmt: skip
+        scaling.register_scalable_target(
+            ServiceNamespace="sagemaker",
+            ResourceId=resource,
+            ScalableDimension="sagemaker:variant:DesiredInstanceCount",
+            MinCapacity=spec.min_capacity,
+            MaxCapacity=spec.max_capacity,
+        )
         name = f"{spec.endpoint_name}-invocations-per-instance"
         scaling.put_scaling_policy(
-            PolicyName=name, ServiceNamespace="sagemaker", ResourceId=resource,
-            ScalableDimension="sagemaker:variant:DesiredInstanceCount", PolicyType="TargetTrackingScaling",
+            PolicyName=name,
+            ServiceNamespace="sagemaker",
+            ResourceId=resource,
+            ScalableDimension="sagemaker:variant:DesiredInstanceCount",
+            PolicyType="TargetTrackingScaling",
             TargetTrackingScalingPolicyConfiguration={
                 "TargetValue": float(spec.invocations_per_instance),
                 "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
-                "ScaleInCooldown": spec.scale_in_cooldown, "ScaleOutCooldown": spec.scale_out_cooldown})  # fmt: skip
-        self.log.info("Autoscaling %s: %s-%s instances, target %s invocations/instance/minute", resource,
-                      spec.min_capacity, spec.max_capacity, spec.invocations_per_instance)  # fmt: skip
+                "ScaleInCooldown": spec.scale_in_cooldown,
+                "ScaleOutCooldown": spec.scale_out_cooldown,
+            },
+        )
+        self.log.info(
+            "Autoscaling %s: %s-%s instances, target %s invocations/instance/minute",
+            resource,
+            spec.min_capacity,
+            spec.max_capacity,
+            spec.invocations_per_instance,
+        )
         return name
 
     def _smoke_test(self) -> str | None:
@@ -173,8 +221,9 @@ class SageMakerEndpointDeployOperator(StageOperator):
         body = self.spec.sample_body
         if not isinstance(body, (str, bytes)):  # a native-rendered template gives back a list
             body = json.dumps(body)
-        response = runtime.invoke_endpoint(EndpointName=self.spec.endpoint_name, Body=body,
-                                           ContentType=self.spec.sample_content_type)  # fmt: skip
+        response = runtime.invoke_endpoint(
+            EndpointName=self.spec.endpoint_name, Body=body, ContentType=self.spec.sample_content_type
+        )
         answer = response["Body"].read().decode(errors="replace")
         self.log.info("Endpoint %s answered the sample: %s", self.spec.endpoint_name, answer[:500])
         return answer

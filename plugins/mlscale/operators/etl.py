@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.hooks.athena import AthenaHook
 
-from mlscale.waits.kinds import ATHENA_QUERY
 from mlscale.operators.athena_query import start_or_reattach
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.etl import AthenaEtlSpec
+from mlscale.waits.kinds import ATHENA_QUERY
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -49,8 +49,9 @@ class AthenaEtlOperator(StageOperator):
         left = s3.list_keys(bucket_name=bucket, prefix=prefix)
         if left:
             s3.delete_objects(bucket=bucket, keys=left)
-            self.log.info("Deleted %d object(s) query %s left under %s", len(left), ended_query_id,
-                          self.spec.data_prefix)  # fmt: skip
+            self.log.info(
+                "Deleted %d object(s) query %s left under %s", len(left), ended_query_id, self.spec.data_prefix
+            )
         self._mark_attempt(attempt)
 
     aws_hook_class = AthenaHook
@@ -80,11 +81,17 @@ class AthenaEtlOperator(StageOperator):
         from mlscale.hooks import lineage
 
         region, spec = self.hook.conn_region_name, self.spec
-        tables = [lineage.athena_table(region, db, table) for db, table in lineage.tables_read(spec.query, spec.database)]
+        tables = [
+            lineage.athena_table(region, db, table) for db, table in lineage.tables_read(spec.query, spec.database)
+        ]
         raw = [lineage.s3(uri) for uris in spec.inputs.values() for uri in ([uris] if isinstance(uris, str) else uris)]
         schema = lineage.parquet_schema(self.s3_hook().get_conn(), spec.data_prefix)
-        details = {"query_execution_id": result["query_execution_id"], "data_scanned_bytes": result["data_scanned_bytes"],
-                   "objects": result["objects"], "bytes": result["bytes"]}  # fmt: skip
+        details = {
+            "query_execution_id": result["query_execution_id"],
+            "data_scanned_bytes": result["data_scanned_bytes"],
+            "objects": result["objects"],
+            "bytes": result["bytes"],
+        }
         return tables + raw, [lineage.s3(spec.data_prefix, schema=schema or None)], details
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
@@ -92,19 +99,30 @@ class AthenaEtlOperator(StageOperator):
             started = self._attempts_started()
             if not started:
                 self._mark_attempt(1)
-            query_id, query = start_or_reattach(self.hook.conn, self.spec.request(), context, "etl", self.log,
-                                                first_attempt=max(1, started),
-                                                before_next_attempt=self._next_attempt)  # fmt: skip
+            query_id, query = start_or_reattach(
+                self.hook.conn,
+                self.spec.request(),
+                context,
+                "etl",
+                self.log,
+                first_attempt=max(1, started),
+                before_next_attempt=self._next_attempt,
+            )
             if not ATHENA_QUERY.settled(query):
-                self.log.info("Athena query %s (%s) writes %s", query_id, ATHENA_QUERY.status(query),
-                              self.spec.data_prefix)  # fmt: skip
+                self.log.info(
+                    "Athena query %s (%s) writes %s", query_id, ATHENA_QUERY.status(query), self.spec.data_prefix
+                )
                 return Wait(ATHENA_QUERY, query_id)
             settled = {"resource_id": query_id}  # a try before this one saw it through
         query = ATHENA_QUERY.describe(self.hook.conn, settled["resource_id"])
         bucket, _, prefix = self.spec.data_prefix.removeprefix("s3://").partition("/")
         pages = self.s3_hook().get_conn().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         objects = [obj for page in pages for obj in page.get("Contents", [])]
-        return {"query_execution_id": settled["resource_id"], "state": ATHENA_QUERY.status(query),
-                "data_prefix": self.spec.data_prefix, "objects": len(objects),
-                "bytes": sum(obj["Size"] for obj in objects),
-                "data_scanned_bytes": (query.get("Statistics") or {}).get("DataScannedInBytes")}  # fmt: skip
+        return {
+            "query_execution_id": settled["resource_id"],
+            "state": ATHENA_QUERY.status(query),
+            "data_prefix": self.spec.data_prefix,
+            "objects": len(objects),
+            "bytes": sum(obj["Size"] for obj in objects),
+            "data_scanned_bytes": (query.get("Statistics") or {}).get("DataScannedInBytes"),
+        }

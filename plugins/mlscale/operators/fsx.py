@@ -10,12 +10,12 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowSkipException
 
 from mlscale.hooks.fsx import FSxHook
-from mlscale.waits.kinds import FSX_ASSOCIATION, FSX_FILE_SYSTEM, FSX_TASK
 from mlscale.links import FileSystemLink
 from mlscale.naming import resource_name
-from mlscale.specs.coerce import NONE, convert
 from mlscale.operators.stage import StageOperator, Wait
+from mlscale.specs.coerce import NONE, convert
 from mlscale.specs.fsx import FSxLustreSpec
+from mlscale.waits.kinds import FSX_ASSOCIATION, FSX_FILE_SYSTEM, FSX_TASK
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -91,34 +91,46 @@ class FSxLustreStageOperator(StageOperator):
             lustre["PerUnitStorageThroughput"] = spec.per_unit_storage_throughput
         self.log.info("Creating FSx for Lustre %s, %s GiB", spec.deployment_type, spec.storage_capacity_gib)
         return self.hook.conn.create_file_system(
-            ClientRequestToken=key, FileSystemType="LUSTRE", StorageCapacity=spec.storage_capacity_gib,
-            SubnetIds=[spec.subnet_id], SecurityGroupIds=list(spec.security_group_ids or []),
-            LustreConfiguration=lustre, Tags=[{"Key": STAGE_TAG, "Value": key}],
-        )["FileSystem"]  # fmt: skip
+            ClientRequestToken=key,
+            FileSystemType="LUSTRE",
+            StorageCapacity=spec.storage_capacity_gib,
+            SubnetIds=[spec.subnet_id],
+            SecurityGroupIds=list(spec.security_group_ids or []),
+            LustreConfiguration=lustre,
+            Tags=[{"Key": STAGE_TAG, "Value": key}],
+        )["FileSystem"]
 
     def _association(self, fs_id: str, key: str) -> dict:
         existing = self.hook.conn.describe_data_repository_associations(
-            Filters=[{"Name": "file-system-id", "Values": [fs_id]}])["Associations"]  # fmt: skip
+            Filters=[{"Name": "file-system-id", "Values": [fs_id]}]
+        )["Associations"]
         for association in existing:
             if association["FileSystemPath"] == self.spec.file_system_path:
                 return association
         return self.hook.conn.create_data_repository_association(
-            FileSystemId=fs_id, FileSystemPath=self.spec.file_system_path,
-            DataRepositoryPath=self.spec.data_repository_path, BatchImportMetaDataOnCreate=False,
+            FileSystemId=fs_id,
+            FileSystemPath=self.spec.file_system_path,
+            DataRepositoryPath=self.spec.data_repository_path,
+            BatchImportMetaDataOnCreate=False,
             ClientRequestToken=f"{key[:58]}-dra",
-        )["Association"]  # fmt: skip
+        )["Association"]
 
     def _import_task(self, fs_id: str, key: str) -> dict:
-        tasks = self.hook.conn.describe_data_repository_tasks(
-            Filters=[{"Name": "file-system-id", "Values": [fs_id]}])["DataRepositoryTasks"]  # fmt: skip
-        imports = [t for t in tasks if t["Type"] == "IMPORT_METADATA_FROM_REPOSITORY"
-                   and t["Lifecycle"] not in FSX_TASK.failed]  # fmt: skip
+        tasks = self.hook.conn.describe_data_repository_tasks(Filters=[{"Name": "file-system-id", "Values": [fs_id]}])[
+            "DataRepositoryTasks"
+        ]
+        imports = [
+            t for t in tasks if t["Type"] == "IMPORT_METADATA_FROM_REPOSITORY" and t["Lifecycle"] not in FSX_TASK.failed
+        ]
         if imports:
             return imports[-1]
         return self.hook.conn.create_data_repository_task(
-            FileSystemId=fs_id, Type="IMPORT_METADATA_FROM_REPOSITORY", Paths=[self.spec.file_system_path.strip("/")],
-            Report={"Enabled": False}, ClientRequestToken=f"{key[:57]}-task",
-        )["DataRepositoryTask"]  # fmt: skip
+            FileSystemId=fs_id,
+            Type="IMPORT_METADATA_FROM_REPOSITORY",
+            Paths=[self.spec.file_system_path.strip("/")],
+            Report={"Enabled": False},
+            ClientRequestToken=f"{key[:57]}-task",
+        )["DataRepositoryTask"]
 
 
 class FSxDeleteFileSystemOperator(AwsBaseOperator[FSxHook]):

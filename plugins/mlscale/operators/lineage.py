@@ -47,8 +47,9 @@ def _dataset(item: dict[str, Any]) -> Any:
     facets: dict[str, Any] = {}
     for name, value in (item.get("facets") or {}).items():
         if name == "schema":
-            facets["schema"] = schema_dataset.SchemaDatasetFacet(fields=[
-                schema_dataset.SchemaDatasetFacetFields(name=f["name"], type=f.get("type")) for f in value])  # fmt: skip
+            facets["schema"] = schema_dataset.SchemaDatasetFacet(
+                fields=[schema_dataset.SchemaDatasetFacetFields(name=f["name"], type=f.get("type")) for f in value]
+            )
         else:
             facets[f"mlscale_{name}"] = MlscaleResourceDatasetFacet(properties=value)
     return Dataset(namespace=item["namespace"], name=item["name"], facets=facets)
@@ -59,8 +60,13 @@ def operator_lineage(result: dict[str, Any] | None) -> Any:
     from airflow.providers.openlineage.extractors import OperatorLineage
 
     lineage = (result or {}).get("lineage") or {}
-    run = MlscaleStageRunFacet(fingerprint=(result or {}).get("fingerprint"), cache=(result or {}).get("cache") or {},
-                               details=lineage.get("details") or {})  # fmt: skip
-    return OperatorLineage(inputs=[_dataset(d) for d in lineage.get("inputs", [])],
-                           outputs=[_dataset(d) for d in lineage.get("outputs", [])],
-                           run_facets={"mlscale_stage": run})  # fmt: skip
+    run = MlscaleStageRunFacet(
+        fingerprint=(result or {}).get("fingerprint"),
+        cache=(result or {}).get("cache") or {},
+        details=lineage.get("details") or {},
+    )
+    return OperatorLineage(
+        inputs=[_dataset(d) for d in lineage.get("inputs", [])],
+        outputs=[_dataset(d) for d in lineage.get("outputs", [])],
+        run_facets={"mlscale_stage": run},
+    )

@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.athena import AthenaHook
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.waits.kinds import ATHENA_QUERY
 from mlscale.naming import run_slug
 from mlscale.operators.athena_query import start_or_reattach
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.quality import QualitySpec
+from mlscale.waits.kinds import ATHENA_QUERY
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -43,9 +43,12 @@ class DataQualityOperator(StageOperator):
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         spec = self.spec
         if settled is None:  # once per task run: a retried try reattaches (mlscale.operators.athena_query)
-            request = {"QueryString": spec.aggregate_query(), "QueryExecutionContext": {"Database": spec.database},
-                       "ResultConfiguration": {"OutputLocation": spec.output_location},
-                       "WorkGroup": spec.workgroup}  # fmt: skip
+            request = {
+                "QueryString": spec.aggregate_query(),
+                "QueryExecutionContext": {"Database": spec.database},
+                "ResultConfiguration": {"OutputLocation": spec.output_location},
+                "WorkGroup": spec.workgroup,
+            }
             query_id, query = start_or_reattach(self.hook.conn, request, context, "quality", self.log)
             if not ATHENA_QUERY.settled(query):
                 return Wait(ATHENA_QUERY, query_id)
@@ -85,15 +88,22 @@ class DataQualityOperator(StageOperator):
         for name, png in plots.items():
             put_object(s3, f"{run_prefix}/{name}", png, "image/png")
         report_uri = f"{run_prefix}/report.html"
-        put_object(s3, report_uri, render_html(f"Data quality {spec.table}", profile, checks, plots).encode(), "text/html")
+        put_object(
+            s3, report_uri, render_html(f"Data quality {spec.table}", profile, checks, plots).encode(), "text/html"
+        )
         put_object(s3, f"{run_prefix}/profile.json", json.dumps(profile.to_dict()).encode(), "application/json")
         if passed:  # this run becomes the reference the next one is compared with
             put_object(s3, baseline_uri, json.dumps(profile.to_dict()).encode(), "application/json")
 
-        result = {"verdict": "passed" if passed else "failed", "report_uri": report_uri, "rows": rows,
-                  "data_prefix": spec.data_prefix,
-                  "plots": [f"{run_prefix}/{n}" for n in plots], "drift": drift_values,
-                  "checks": [c.message() for c in checks]}  # fmt: skip
+        result = {
+            "verdict": "passed" if passed else "failed",
+            "report_uri": report_uri,
+            "rows": rows,
+            "data_prefix": spec.data_prefix,
+            "plots": [f"{run_prefix}/{n}" for n in plots],
+            "drift": drift_values,
+            "checks": [c.message() for c in checks],
+        }
         for check in checks:
             self.log.info("data quality: %s", check.message())
         if not passed:

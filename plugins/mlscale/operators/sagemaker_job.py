@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from botocore.exceptions import ClientError
 
-from mlscale.waits.kinds import ResourceKind
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.links import ConsoleLink
 from mlscale.naming import MAX_LENGTH, NAME_PATTERN, resource_name
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.rules import require
+from mlscale.waits.kinds import ResourceKind
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -66,8 +66,12 @@ class SageMakerJobOperator(StageOperator):
 
     def execute(self, context: Context) -> Any:
         if self.job_name is not None:  # before any AWS call, like the spec
-            require(isinstance(self.job_name, str) and bool(NAME_PATTERN.match(self.job_name)), "job_name",
-                    "must be 1-63 letters, digits and '-' (a SageMaker job name)", self.job_name)  # fmt: skip
+            require(
+                isinstance(self.job_name, str) and bool(NAME_PATTERN.match(self.job_name)),
+                "job_name",
+                "must be 1-63 letters, digits and '-' (a SageMaker job name)",
+                self.job_name,
+            )
         return super().execute(context)
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
@@ -118,6 +122,7 @@ class SageMakerJobOperator(StageOperator):
             description = self.kind.describe_or_none(self.hook.conn, name)
             if description is None or self.kind.status(description) not in self.kind.failed:
                 return name, description
-            self.log.info("%s %s ended %s; the next attempt gets a new name.", self.kind.noun, name,
-                          self.kind.status(description))  # fmt: skip
+            self.log.info(
+                "%s %s ended %s; the next attempt gets a new name.", self.kind.noun, name, self.kind.status(description)
+            )
             attempt += 1

@@ -28,15 +28,15 @@ from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
 from mlscale.hooks.clients import shared_hook
-from mlscale.waits.kinds import ResourceKind, failure_message
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
-from mlscale.waits.watch import ResourceWatch
 from mlscale.operators import caching
 from mlscale.operators.deferral import default_deferrable
 from mlscale.specs.cache import CacheConfig
 from mlscale.specs.coerce import convert
 from mlscale.specs.rules import require
 from mlscale.triggers.stage import StageTrigger
+from mlscale.waits.kinds import ResourceKind, failure_message
+from mlscale.waits.watch import ResourceWatch
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -78,8 +78,16 @@ class StageOperator(AwsBaseOperator):
     cache_noun = "job"
     cache_job_key = "job_name"  # the result's key naming what a cache entry records
 
-    def __init__(self, *, spec: Any = None, wait_for_completion: bool = True, deferrable: bool | None = None,
-                 poll_interval: float = 30, cache: CacheConfig | bool | None = None, **kwargs: Any):  # fmt: skip
+    def __init__(
+        self,
+        *,
+        spec: Any = None,
+        wait_for_completion: bool = True,
+        deferrable: bool | None = None,
+        poll_interval: float = 30,
+        cache: CacheConfig | bool | None = None,
+        **kwargs: Any,
+    ):
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.spec = spec
@@ -99,9 +107,11 @@ class StageOperator(AwsBaseOperator):
         from airflow.sdk.definitions.xcom_arg import XComArg
 
         values = [getattr(self, field, None) for field in self.template_fields]
-        upstream = {operator.task_id: operator
-                    for value in (*values, *_template_values(self.spec))
-                    for operator, _ in XComArg.iter_xcom_references(value)}  # fmt: skip
+        upstream = {
+            operator.task_id: operator
+            for value in (*values, *_template_values(self.spec))
+            for operator, _ in XComArg.iter_xcom_references(value)
+        }
         if upstream:
             self.set_upstream(list(upstream.values()))
 
@@ -132,8 +142,12 @@ class StageOperator(AwsBaseOperator):
         """A resource an earlier try made keeps the fingerprint it was tagged with: code or inputs may have
         changed since, and the cache must not record it under what it is not (untagged: nothing recorded)."""
         if self._fingerprint is not None and tagged != self._fingerprint:
-            self.log.info("%s was started by an earlier try with fingerprint %s, not %s: it keeps its own.",
-                          resource, tagged, self._fingerprint)  # fmt: skip
+            self.log.info(
+                "%s was started by an earlier try with fingerprint %s, not %s: it keeps its own.",
+                resource,
+                tagged,
+                self._fingerprint,
+            )
             self._fingerprint = tagged
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
@@ -198,8 +212,12 @@ class StageOperator(AwsBaseOperator):
         interval = self.poll_interval
         if isinstance(interval, str):
             interval = convert(interval, float, "poll_interval")
-        require(isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval > 0,
-                "poll_interval", "must be a number of seconds above 0", self.poll_interval)  # fmt: skip
+        require(
+            isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval > 0,
+            "poll_interval",
+            "must be a number of seconds above 0",
+            self.poll_interval,
+        )
         self.poll_interval = float(interval)
 
     def execute(self, context: Context) -> Any:
@@ -224,12 +242,18 @@ class StageOperator(AwsBaseOperator):
         except ClientError as error:  # the stage can still run; it is just not cached
             self.log.warning("No stage fingerprint (its inputs could not be listed): %s", error)
             return None
-        self.log.info("Stage fingerprint %s (inputs: %s)", key,
-                      ", ".join(f"{n}={v[:12]}" for n, v in inputs.items()) or "none")  # fmt: skip
+        self.log.info(
+            "Stage fingerprint %s (inputs: %s)", key, ", ".join(f"{n}={v[:12]}" for n, v in inputs.items()) or "none"
+        )
         return key
 
-    def resume(self, context: Context, event: dict[str, Any] | None = None, recheck: bool = False,
-               fingerprint: str | None = None) -> Any:  # fmt: skip
+    def resume(
+        self,
+        context: Context,
+        event: dict[str, Any] | None = None,
+        recheck: bool = False,
+        fingerprint: str | None = None,
+    ) -> Any:
         if not event or "status" not in event:
             raise AirflowException(f"The trigger returned no event: {event!r}")
         self._validate()  # a resumed task renders its spec again: convert the strings again
@@ -258,15 +282,26 @@ class StageOperator(AwsBaseOperator):
             self._waiting = outcome
             if not self.wait_for_completion:
                 result = self.submitted(context, outcome)
-                self.log.info("Not waiting for %s %s (wait_for_completion=False).", outcome.kind.noun,
-                              outcome.resource_id)  # fmt: skip
+                self.log.info(
+                    "Not waiting for %s %s (wait_for_completion=False).", outcome.kind.noun, outcome.resource_id
+                )
                 return result
             if self.deferrable:
-                self.defer(trigger=StageTrigger(
-                    outcome.kind.name, outcome.resource_id, self.poll_interval, outcome.stop_on_kill,
-                    self.aws_conn_id, self.region_name, self.verify, self.botocore_config,
-                    next_poll_at=time.time() + float(self.poll_interval)), method_name="resume",
-                    kwargs={"recheck": outcome.recheck, "fingerprint": self._fingerprint})  # fmt: skip
+                self.defer(
+                    trigger=StageTrigger(
+                        outcome.kind.name,
+                        outcome.resource_id,
+                        self.poll_interval,
+                        outcome.stop_on_kill,
+                        self.aws_conn_id,
+                        self.region_name,
+                        self.verify,
+                        self.botocore_config,
+                        next_poll_at=time.time() + float(self.poll_interval),
+                    ),
+                    method_name="resume",
+                    kwargs={"recheck": outcome.recheck, "fingerprint": self._fingerprint},
+                )
             settled = self._wait_here(outcome)
             if outcome.recheck and settled["status"] == "success":
                 settled = None

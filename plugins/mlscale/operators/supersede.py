@@ -14,5 +14,7 @@ MODEL_VERSION_TAG = "mlscale:model-version"
 def skip_if_superseded(ours: str | None, serving: str | None, target: str) -> None:
     """Raise AirflowSkipException when the target already has a newer model than ours."""
     if ours and serving and serving > ours:
-        raise AirflowSkipException(f"Superseded: {target} already has model version {serving}, newer than this "
-                                   f"run's {ours}; not deploying the older model")  # fmt: skip
+        raise AirflowSkipException(
+            f"Superseded: {target} already has model version {serving}, newer than this "
+            f"run's {ours}; not deploying the older model"
+        )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlscale.waits.kinds import TRAINING
 from mlscale.links import TrainingJobLink
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
 from mlscale.specs.training import InputChannel, TrainingSpec, build_training_request
+from mlscale.waits.kinds import TRAINING
 
 
 class SageMakerScriptTrainingOperator(SageMakerJobOperator):
@@ -44,11 +44,13 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
         region = self.hook.conn_region_name
         image_uri = training_image_uri(self.spec, region)
         _, content_hash = pack_source_dir(self.spec.source_dir)
-        request = build_training_request(self.spec, job_name="<job>", image_uri=image_uri, sourcedir_uri="<code>",
-                                         region=region)  # fmt: skip
+        request = build_training_request(
+            self.spec, job_name="<job>", image_uri=image_uri, sourcedir_uri="<code>", region=region
+        )
         request.pop("Tags", None)
-        inputs = {name: channel.s3_uri for name, channel in self.spec.channels().items()
-                  if isinstance(channel, InputChannel)}  # fmt: skip
+        inputs = {
+            name: channel.s3_uri for name, channel in self.spec.channels().items() if isinstance(channel, InputChannel)
+        }
         return CacheParts(request, inputs, extras={"code": content_hash, "image": image_uri})
 
     def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
@@ -56,9 +58,14 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
 
         spec = self.spec
         inputs = [lineage.s3(c.s3_uri) for c in spec.channels().values() if isinstance(c, InputChannel)]
-        details = {"job_name": result["job_name"], "hyperparameters": {k: str(v) for k, v in spec.hyperparameters.items()},
-                   "instance_type": result["instance_type"], "instance_count": result["instance_count"],
-                   "final_metrics": result.get("final_metrics") or {}, "billable_seconds": result.get("billable_seconds")}  # fmt: skip
+        details = {
+            "job_name": result["job_name"],
+            "hyperparameters": {k: str(v) for k, v in spec.hyperparameters.items()},
+            "instance_type": result["instance_type"],
+            "instance_count": result["instance_count"],
+            "final_metrics": result.get("final_metrics") or {},
+            "billable_seconds": result.get("billable_seconds"),
+        }
         outputs = [lineage.s3(result["model_artifact"])] if result.get("model_artifact") else []
         return inputs, outputs, details
 
@@ -75,6 +82,11 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
         request = build_training_request(
             self.spec, job_name=job_name, image_uri=image_uri, sourcedir_uri=sourcedir_uri, region=region
         )
-        self.log.info("Creating training job %s: %s x %s, image %s", job_name, self.spec.instance_count,
-                      self.spec.instance_type, image_uri)  # fmt: skip
+        self.log.info(
+            "Creating training job %s: %s x %s, image %s",
+            job_name,
+            self.spec.instance_count,
+            self.spec.instance_type,
+            image_uri,
+        )
         self.hook.conn.create_training_job(**self.tagged(request))

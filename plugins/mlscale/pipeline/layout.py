@@ -54,8 +54,9 @@ def run_layout(bucket: str, run_id: str, start, end) -> dict[str, Any]:
     }
 
 
-def plan_run_window(bucket: str, params: dict, interval_start, interval_end, dag_run,
-                    triggering_asset_events) -> dict[str, Any]:  # fmt: skip
+def plan_run_window(
+    bucket: str, params: dict, interval_start, interval_end, dag_run, triggering_asset_events
+) -> dict[str, Any]:
     """The example pipeline's first task: its params checked, its window, the window's `_SUCCESS` markers (what
     `wait_for_data` waits for), the prefixes it writes, and the version its deploys carry."""
     import pendulum
@@ -69,8 +70,14 @@ def plan_run_window(bucket: str, params: dict, interval_start, interval_end, dag
     start, end = training_window(interval_start, interval_end, run_after, arrived=arrived)
     markers = marker_uris(bucket, start.date(), end.date())
     if arrived:
-        print(f"new data arrived for {', '.join(d.isoformat() for d in arrived)}: training on "
-              f"{start.to_date_string()}..{end.subtract(days=1).to_date_string()}")
-    return {**run_layout(bucket, dag_run.run_id, start, end), "arrived": [d.isoformat() for d in arrived],
-            "partition_markers": markers, "partition_prefixes": partition_uris(bucket, start.date(), end.date()),
-            "model_version": model_version(end, run_after)}  # fmt: skip
+        print(
+            f"new data arrived for {', '.join(d.isoformat() for d in arrived)}: training on "
+            f"{start.to_date_string()}..{end.subtract(days=1).to_date_string()}"
+        )
+    return {
+        **run_layout(bucket, dag_run.run_id, start, end),
+        "arrived": [d.isoformat() for d in arrived],
+        "partition_markers": markers,
+        "partition_prefixes": partition_uris(bucket, start.date(), end.date()),
+        "model_version": model_version(end, run_after),
+    }

@@ -22,15 +22,18 @@ def check_run_params(params: dict[str, Any]) -> None:
     instance_type(params["instance_type"], "params.instance_type", "TrainingInstanceType")
     targets = sagemaker_enum("TargetDevice")
     if params["target_device"] not in targets:
-        raise SpecError("params.target_device", f"must be a Neo TargetDevice: one of {', '.join(targets)}",
-                        params["target_device"])  # fmt: skip
+        raise SpecError(
+            "params.target_device", f"must be a Neo TargetDevice: one of {', '.join(targets)}", params["target_device"]
+        )
     quality = params["quality"]
     if isinstance(quality, str):
         quality = convert(quality, dict, "params.quality")
     unknown = sorted(set(quality) - set(QualityThresholds.__dataclass_fields__))
     if unknown:
-        raise SpecError("params.quality", f"unknown threshold {unknown[0]!r}; known: "
-                        f"{', '.join(sorted(QualityThresholds.__dataclass_fields__))}")  # fmt: skip
+        raise SpecError(
+            "params.quality",
+            f"unknown threshold {unknown[0]!r}; known: {', '.join(sorted(QualityThresholds.__dataclass_fields__))}",
+        )
     try:
         QualityThresholds(**quality).validate()
     except SpecError as error:

@@ -58,7 +58,9 @@ def marker_uri(bucket: str, day: date) -> str:
 
 def partition_uris(bucket: str, start: date, end: date) -> list[str]:
     """The data prefixes of the days in [start, end): what the ETL reads (its stage fingerprint hashes them)."""
-    return [f"{raw_prefix(bucket)}dt={day:%Y-%m-%d}/" for day in days_ending(end - timedelta(days=1), (end - start).days)]
+    return [
+        f"{raw_prefix(bucket)}dt={day:%Y-%m-%d}/" for day in days_ending(end - timedelta(days=1), (end - start).days)
+    ]
 
 
 def marker_uris(bucket: str, start: date, end: date) -> list[str]:
@@ -144,18 +146,34 @@ def ensure_arrival_notifications(s3, sqs, bucket: str, arrivals_prefix: str, que
     name = queue_url.rstrip("/").rsplit("/", 1)[-1]
     url = sqs.create_queue(QueueName=name)["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    policy = {"Version": "2012-10-17", "Statement": [{
-        "Effect": "Allow", "Principal": {"Service": "s3.amazonaws.com"}, "Action": "sqs:SendMessage",
-        "Resource": arn, "Condition": {"ArnLike": {"aws:SourceArn": f"arn:aws:s3:::{bucket}"}}}]}  # fmt: skip
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "s3.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": arn,
+                "Condition": {"ArnLike": {"aws:SourceArn": f"arn:aws:s3:::{bucket}"}},
+            }
+        ],
+    }
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(policy)})
     prefix = _split(arrivals_prefix)[1].rstrip("/") + "/"
     config = s3.get_bucket_notification_configuration(Bucket=bucket)
     config.pop("ResponseMetadata", None)
     queues = [q for q in config.get("QueueConfigurations", []) if q.get("Id") != NOTIFICATION_ID]
-    queues.append({"Id": NOTIFICATION_ID, "QueueArn": arn, "Events": ["s3:ObjectCreated:*"],
-                   "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": prefix}]}}})  # fmt: skip
-    s3.put_bucket_notification_configuration(Bucket=bucket, NotificationConfiguration={**config,
-                                                                                        "QueueConfigurations": queues})
+    queues.append(
+        {
+            "Id": NOTIFICATION_ID,
+            "QueueArn": arn,
+            "Events": ["s3:ObjectCreated:*"],
+            "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": prefix}]}},
+        }
+    )
+    s3.put_bucket_notification_configuration(
+        Bucket=bucket, NotificationConfiguration={**config, "QueueConfigurations": queues}
+    )
     return arn
 
 

@@ -18,8 +18,7 @@ def produce_raw_days(aws_conn_id: str, bucket: str, database: str, logical_date,
         s3.create_bucket(bucket)
     days = raw_data.days_ending(raw_data.producer_day(logical_date, dag_run.run_after), params["days"])
     glue = AwsBaseHook(aws_conn_id=aws_conn_id, client_type="glue").get_conn()
-    written = raw_data.write_partitions(s3.get_conn(), glue, bucket, database, days,
-                                        params["records_per_day"])  # fmt: skip
+    written = raw_data.write_partitions(s3.get_conn(), glue, bucket, database, days, params["records_per_day"])
     notice = None
     if written and params["announce"] and dag_run.run_type != "backfill":  # DagRunType is a str enum
         notice = raw_data.announce(s3.get_conn(), raw_data.arrivals_prefix(bucket), written, dag_run.run_id)
@@ -34,8 +33,9 @@ def plan_from_etl_output(aws_conn_id: str, etl_prefix: str, params: dict, loader
     from mlscale.hooks.catalog import parquet_stats
     from mlscale.hooks.clients import shared_hook
 
-    plan = plan_training_data(parquet_stats(shared_hook(S3Hook, aws_conn_id=aws_conn_id).get_conn(), etl_prefix), params,
-                              loader_workers)  # fmt: skip
+    plan = plan_training_data(
+        parquet_stats(shared_hook(S3Hook, aws_conn_id=aws_conn_id).get_conn(), etl_prefix), params, loader_workers
+    )
     print(f"ETL output: {plan['etl']}; storage: {plan['storage']['reason']} FSx: {plan['fsx_reason']}")
     return plan
 
@@ -55,34 +55,55 @@ def plan_training_data(stats: dict, params: dict, loader_workers: int) -> dict[s
 
     if stats["rows"] == 0:
         raise ValueError("etl: the data interval holds no valid records; nothing to train on")
-    choice = advise_storage(StorageNeeds(
-        dataset_bytes=stats["bytes"], object_count=stats["objects"], epochs=params["epochs"],
-        instances=params["instance_count"], gpus_per_instance=params["gpus_per_instance"],
-        samples_per_second_per_gpu=params["samples_per_second"], bytes_per_sample=stats["bytes"] / stats["rows"]))  # fmt: skip
+    choice = advise_storage(
+        StorageNeeds(
+            dataset_bytes=stats["bytes"],
+            object_count=stats["objects"],
+            epochs=params["epochs"],
+            instances=params["instance_count"],
+            gpus_per_instance=params["gpus_per_instance"],
+            samples_per_second_per_gpu=params["samples_per_second"],
+            bytes_per_sample=stats["bytes"] / stats["rows"],
+        )
+    )
     plan = plan_shards(stats["bytes"], stats["rows"], params["instance_count"], loader_workers)
     use_fsx = params["storage"] == "fsx_lustre" or (params["storage"] == "auto" and choice.storage == "fsx_lustre")
     return {
-        "etl": stats, "storage": choice.to_dict(), "shards": plan.to_dict(), "shard_count": plan.to_dict()["shards"],
+        "etl": stats,
+        "storage": choice.to_dict(),
+        "shards": plan.to_dict(),
+        "shard_count": plan.to_dict()["shards"],
         "input_mode": choice.input_mode or "File",
         "fsx_enabled": use_fsx,
         "fsx_deployment_type": choice.fsx_deployment_type or "SCRATCH_2",
         "fsx_storage_capacity_gib": choice.fsx_storage_capacity_gib or 1200,
-        "fsx_throughput": choice.fsx_throughput_mb_per_s_per_tib if choice.fsx_deployment_type == "PERSISTENT_2" else None,
+        "fsx_throughput": choice.fsx_throughput_mb_per_s_per_tib
+        if choice.fsx_deployment_type == "PERSISTENT_2"
+        else None,
         "fsx_reason": f"storage={params['storage']}; the advisor: {choice.reason}",
-    }  # fmt: skip
+    }
 
 
-def training_channels(shards_uri: str, test_uri: str, fsx: dict | None, subnet_id: str,
-                      security_group_id: str) -> dict[str, Any]:  # fmt: skip
+def training_channels(
+    shards_uri: str, test_uri: str, fsx: dict | None, subnet_id: str, security_group_id: str
+) -> dict[str, Any]:
     """Shards from FSx (a FileSystemDataSource channel, in the VPC) when staged, else from S3."""
     if not fsx or not fsx.get("file_system_id"):
         return {"inputs": {"train": shards_uri, "test": test_uri}, "subnets": [], "security_group_ids": []}
     train = {"file_system_id": fsx["file_system_id"], "directory_path": fsx["directory_path"]}
-    return {"inputs": {"train": train, "test": test_uri}, "subnets": [subnet_id], "security_group_ids": [security_group_id]}
+    return {
+        "inputs": {"train": train, "test": test_uri},
+        "subnets": [subnet_id],
+        "security_group_ids": [security_group_id],
+    }
 
 
-DEPLOY_TARGETS = {"endpoint": ["deploy_endpoint"], "edge": ["deploy_edge"], "both": ["deploy_endpoint", "deploy_edge"],
-                  "none": []}  # fmt: skip
+DEPLOY_TARGETS = {
+    "endpoint": ["deploy_endpoint"],
+    "edge": ["deploy_edge"],
+    "both": ["deploy_endpoint", "deploy_edge"],
+    "none": [],
+}
 
 
 def deploy_tasks(run_type: str, deploy_target: str) -> list[str]:

@@ -17,8 +17,10 @@ def load_images(s3, uri: str, label_column: str = "label", pixels_column: str = 
         for item in page.get("Contents", []):
             if item["Key"].endswith("/"):
                 continue
-            table = pq.read_table(io.BytesIO(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()),
-                                  columns=[label_column, pixels_column])  # fmt: skip
+            table = pq.read_table(
+                io.BytesIO(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()),
+                columns=[label_column, pixels_column],
+            )
             labels.append(table.column(label_column).to_numpy(zero_copy_only=False))
             raw = [np.frombuffer(v, dtype=np.uint8) for v in table.column(pixels_column).to_pylist() if v is not None]
             images.append(np.stack(raw) if raw else np.zeros((0, 0), np.uint8))

@@ -74,8 +74,13 @@ def feature_profile(labels: np.ndarray, images: np.ndarray) -> dict:
     values, counts = np.unique(labels, return_counts=True)
     return {
         "label_counts": {str(int(v)): int(c) for v, c in zip(values, counts)},
-        "intensity": {"mean": float(ink.mean()) if len(ink) else 0.0, "std": float(ink.std()) if len(ink) else 0.0,
-                      "p05": float(quantiles[0]), "p50": float(quantiles[1]), "p95": float(quantiles[2])},  # fmt: skip
+        "intensity": {
+            "mean": float(ink.mean()) if len(ink) else 0.0,
+            "std": float(ink.std()) if len(ink) else 0.0,
+            "p05": float(quantiles[0]),
+            "p50": float(quantiles[1]),
+            "p95": float(quantiles[2]),
+        },
         "intensity_histogram": np.histogram(ink, bins=INTENSITY_BINS)[0].astype(int).tolist(),
         "pixel_means": images.mean(axis=0).round(4).tolist() if len(images) else [],
     }
@@ -102,7 +107,9 @@ def drift(current: Profile, previous: Profile | None) -> dict[str, float]:
         return {}
     classes = sorted(set(current.label_counts) | set(previous.label_counts), key=int)
     return {
-        "label_psi": psi(label_histogram(previous.label_counts, classes), label_histogram(current.label_counts, classes)),
+        "label_psi": psi(
+            label_histogram(previous.label_counts, classes), label_histogram(current.label_counts, classes)
+        ),
         "intensity_psi": psi(previous.intensity_histogram, current.intensity_histogram),
     }
 
@@ -110,13 +117,29 @@ def drift(current: Profile, previous: Profile | None) -> dict[str, float]:
 def run_checks(profile: Profile, drift_values: dict[str, float], thresholds: QualityThresholds) -> list[Check]:
     checks = [Check("row_count", profile.rows, thresholds.min_rows, profile.rows >= thresholds.min_rows, ">=")]
     for column, fraction in sorted(profile.missing_fraction.items()):
-        checks.append(Check(f"missing_fraction[{column}]", fraction, thresholds.max_missing_fraction,
-                            fraction <= thresholds.max_missing_fraction, "<="))  # fmt: skip
-    checks.append(Check("duplicate_fraction", profile.duplicate_fraction, thresholds.max_duplicate_fraction,
-                        profile.duplicate_fraction <= thresholds.max_duplicate_fraction, "<="))  # fmt: skip
+        checks.append(
+            Check(
+                f"missing_fraction[{column}]",
+                fraction,
+                thresholds.max_missing_fraction,
+                fraction <= thresholds.max_missing_fraction,
+                "<=",
+            )
+        )
+    checks.append(
+        Check(
+            "duplicate_fraction",
+            profile.duplicate_fraction,
+            thresholds.max_duplicate_fraction,
+            profile.duplicate_fraction <= thresholds.max_duplicate_fraction,
+            "<=",
+        )
+    )
     total = sum(profile.label_counts.values()) or 1
     rarest = min(profile.label_counts.values(), default=0) / total
-    checks.append(Check("min_label_share", rarest, thresholds.min_label_share, rarest >= thresholds.min_label_share, ">="))
+    checks.append(
+        Check("min_label_share", rarest, thresholds.min_label_share, rarest >= thresholds.min_label_share, ">=")
+    )
     for name, value in sorted(drift_values.items()):
         checks.append(Check(f"drift_{name}", value, thresholds.max_drift_psi, value <= thresholds.max_drift_psi, "<="))
     return checks

@@ -52,10 +52,16 @@ def render_plots(profile: Profile, previous: Profile | None) -> dict[str, bytes]
         left.bar(x + 0.2, [profile.label_counts.get(c, 0) / total_now for c in all_classes], 0.4, label="this run")
         left.set(title="Label share: drift", xticks=x, xticklabels=all_classes)
         left.legend()
-        right.plot(centers, np.asarray(previous.intensity_histogram) / max(sum(previous.intensity_histogram), 1),
-                   label="previous")  # fmt: skip
-        right.plot(centers, np.asarray(profile.intensity_histogram) / max(sum(profile.intensity_histogram), 1),
-                   label="this run")  # fmt: skip
+        right.plot(
+            centers,
+            np.asarray(previous.intensity_histogram) / max(sum(previous.intensity_histogram), 1),
+            label="previous",
+        )
+        right.plot(
+            centers,
+            np.asarray(profile.intensity_histogram) / max(sum(profile.intensity_histogram), 1),
+            label="this run",
+        )
         right.set(title="Mean ink: drift", xlabel="mean pixel value")
         right.legend()
         plots["drift.png"] = _png(figure)
@@ -69,10 +75,13 @@ def render_html(title: str, profile: Profile, checks: list[Check], plots: dict[s
         for c in checks
     )
     verdict = "PASSED" if all(c.passed for c in checks) else "FAILED"
-    images = "".join(f'<figure><img src="{name}" alt="{name}"><figcaption>{name}</figcaption></figure>' for name in plots)
+    images = "".join(
+        f'<figure><img src="{name}" alt="{name}"><figcaption>{name}</figcaption></figure>' for name in plots
+    )
     summary = html.escape(str({k: round(v, 4) for k, v in profile.intensity.items()}))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-<style>body{{font-family:sans-serif;margin:2em}} .ok td:last-child{{color:#2a7}} .bad td:last-child{{color:#c22;font-weight:bold}}
+<style>body{{font-family:sans-serif;margin:2em}} .ok td:last-child{{color:#2a7}}
+.bad td:last-child{{color:#c22;font-weight:bold}}
 td,th{{padding:.2em .8em;border-bottom:1px solid #ddd}} figure{{display:inline-block;margin:1em}}</style></head>
 <body><h1>{html.escape(title)}: {verdict}</h1><p>{profile.rows} rows; mean ink {summary}</p>
 <table><tr><th>check</th><th>value</th><th>rule</th><th>result</th></tr>{rows}</table>{images}</body></html>"""

@@ -26,9 +26,9 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.bases.sensor import PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from mlscale.operators.deferral import default_deferrable
 from mlscale.waits import kinds
 from mlscale.waits.kinds import ResourceKind, failure_message
-from mlscale.operators.deferral import default_deferrable
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -60,9 +60,20 @@ class StageSensor(AwsBaseSensor[AwsBaseHook]):
         if self.deferrable:
             from mlscale.triggers.stage import StageTrigger
 
-            self.defer(trigger=StageTrigger(self.kind.name, self.resource_id, self.poke_interval, False,
-                                            self.aws_conn_id, self.region_name, self.verify, self.botocore_config),
-                       method_name="execute_complete", timeout=timedelta(seconds=self.timeout))  # fmt: skip
+            self.defer(
+                trigger=StageTrigger(
+                    self.kind.name,
+                    self.resource_id,
+                    self.poke_interval,
+                    False,
+                    self.aws_conn_id,
+                    self.region_name,
+                    self.verify,
+                    self.botocore_config,
+                ),
+                method_name="execute_complete",
+                timeout=timedelta(seconds=self.timeout),
+            )
         return super().execute(context)
 
     def _stage_hook(self):
@@ -76,8 +87,14 @@ class StageSensor(AwsBaseSensor[AwsBaseHook]):
         if self._watch is None:
             # rescheduled, each poke is a new process: show the log lines since the previous poke, not all again
             since = int((time.time() - self.poke_interval) * 1000) if self.reschedule else None
-            self._watch = ResourceWatch(self.kind, self.resource_id, self._stage_hook(), log_since_ms=since,
-                                        interval=float(self.poke_interval), full=True)
+            self._watch = ResourceWatch(
+                self.kind,
+                self.resource_id,
+                self._stage_hook(),
+                log_since_ms=since,
+                interval=float(self.poke_interval),
+                full=True,
+            )
         description, lines = self._watch.poll()
         for line in lines:
             self.log.info(line)
@@ -100,31 +117,72 @@ def _sensor(name: str, kind: ResourceKind, id_field: str, doc: str) -> type[Stag
         StageSensor.__init__(self, **kwargs)
 
     # the id as a named parameter: Airflow's `.partial(...).expand(job_name=...)` accepts only those it can see
-    __init__.__signature__ = inspect.Signature([
-        inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
-        inspect.Parameter(id_field, inspect.Parameter.KEYWORD_ONLY),
-        inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD)])  # fmt: skip
-    namespace = {"__init__": __init__, "__doc__": doc, "__module__": __name__, "kind_of_sensor": kind,
-                 "id_field": id_field, "template_fields": (*aws_template_fields(), id_field)}  # fmt: skip
+    __init__.__signature__ = inspect.Signature(
+        [
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter(id_field, inspect.Parameter.KEYWORD_ONLY),
+            inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD),
+        ]
+    )
+    namespace = {
+        "__init__": __init__,
+        "__doc__": doc,
+        "__module__": __name__,
+        "kind_of_sensor": kind,
+        "id_field": id_field,
+        "template_fields": (*aws_template_fields(), id_field),
+    }
     return type(name, (StageSensor,), namespace)
 
 
-TrainingJobSensor = _sensor("TrainingJobSensor", kinds.TRAINING, "job_name",
-                            "Wait for a SageMaker training job (`job_name`); XCom: model artifact, final metrics.")
-ProcessingJobSensor = _sensor("ProcessingJobSensor", kinds.PROCESSING, "job_name",
-                              "Wait for a SageMaker processing job (`job_name`); XCom: its S3 outputs.")
-TransformJobSensor = _sensor("TransformJobSensor", kinds.TRANSFORM, "job_name",
-                             "Wait for a SageMaker Batch Transform job (`job_name`); XCom: its output path.")
-CompilationJobSensor = _sensor("CompilationJobSensor", kinds.COMPILATION, "job_name",
-                               "Wait for a SageMaker Neo compilation job (`job_name`); XCom: the compiled artifact.")
-EndpointSensor = _sensor("EndpointSensor", kinds.ENDPOINT, "endpoint_name",
-                         "Wait until an endpoint (`endpoint_name`) is InService; RollingBack is not an end.")
-FSxFileSystemSensor = _sensor("FSxFileSystemSensor", kinds.FSX_FILE_SYSTEM, "file_system_id",
-                              "Wait until an FSx file system (`file_system_id`) is AVAILABLE.")
-FSxDataRepositoryTaskSensor = _sensor("FSxDataRepositoryTaskSensor", kinds.FSX_TASK, "task_id",
-                                      "Wait for an FSx data repository task (`task_id`), e.g. an import, to succeed.")
-BatchJobSensor = _sensor("BatchJobSensor", kinds.BATCH_JOB, "job_id",
-                         "Wait for an AWS Batch job (`job_id`), e.g. a multi-node training job; XCom: its summary.")
+TrainingJobSensor = _sensor(
+    "TrainingJobSensor",
+    kinds.TRAINING,
+    "job_name",
+    "Wait for a SageMaker training job (`job_name`); XCom: model artifact, final metrics.",
+)
+ProcessingJobSensor = _sensor(
+    "ProcessingJobSensor",
+    kinds.PROCESSING,
+    "job_name",
+    "Wait for a SageMaker processing job (`job_name`); XCom: its S3 outputs.",
+)
+TransformJobSensor = _sensor(
+    "TransformJobSensor",
+    kinds.TRANSFORM,
+    "job_name",
+    "Wait for a SageMaker Batch Transform job (`job_name`); XCom: its output path.",
+)
+CompilationJobSensor = _sensor(
+    "CompilationJobSensor",
+    kinds.COMPILATION,
+    "job_name",
+    "Wait for a SageMaker Neo compilation job (`job_name`); XCom: the compiled artifact.",
+)
+EndpointSensor = _sensor(
+    "EndpointSensor",
+    kinds.ENDPOINT,
+    "endpoint_name",
+    "Wait until an endpoint (`endpoint_name`) is InService; RollingBack is not an end.",
+)
+FSxFileSystemSensor = _sensor(
+    "FSxFileSystemSensor",
+    kinds.FSX_FILE_SYSTEM,
+    "file_system_id",
+    "Wait until an FSx file system (`file_system_id`) is AVAILABLE.",
+)
+FSxDataRepositoryTaskSensor = _sensor(
+    "FSxDataRepositoryTaskSensor",
+    kinds.FSX_TASK,
+    "task_id",
+    "Wait for an FSx data repository task (`task_id`), e.g. an import, to succeed.",
+)
+BatchJobSensor = _sensor(
+    "BatchJobSensor",
+    kinds.BATCH_JOB,
+    "job_id",
+    "Wait for an AWS Batch job (`job_id`), e.g. a multi-node training job; XCom: its summary.",
+)
 
 
 class GreengrassDeploymentSensor(StageSensor):
@@ -149,6 +207,15 @@ class GreengrassDeploymentSensor(StageSensor):
         return self.deployment_id
 
 
-__all__ = ["BatchJobSensor", "CompilationJobSensor", "EndpointSensor", "FSxDataRepositoryTaskSensor", "FSxFileSystemSensor",
-           "GreengrassDeploymentSensor", "ProcessingJobSensor", "StageSensor", "TrainingJobSensor",
-           "TransformJobSensor"]  # fmt: skip
+__all__ = [
+    "BatchJobSensor",
+    "CompilationJobSensor",
+    "EndpointSensor",
+    "FSxDataRepositoryTaskSensor",
+    "FSxFileSystemSensor",
+    "GreengrassDeploymentSensor",
+    "ProcessingJobSensor",
+    "StageSensor",
+    "TrainingJobSensor",
+    "TransformJobSensor",
+]

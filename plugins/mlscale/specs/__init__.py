@@ -14,4 +14,22 @@ from mlscale.specs.processing import ProcessingInput, ProcessingOutput, Processi
 from mlscale.specs.quality import QualitySpec
 from mlscale.specs.training import FileSystemChannel, InputChannel, TrainingSpec
 
-__all__ = ["AthenaEtlSpec", "BatchTrainingSpec", "CacheConfig", "CompilationSpec", "DiagnosisSpec", "EdgeDeploymentSpec", "EndpointSpec", "EvaluationSpec", "FSxLustreSpec", "FileSystemChannel", "InputChannel", "ProcessingInput", "ProcessingOutput", "ProcessingSpec", "QualitySpec", "SpecError", "TrainingSpec"]
+__all__ = [
+    "AthenaEtlSpec",
+    "BatchTrainingSpec",
+    "CacheConfig",
+    "CompilationSpec",
+    "DiagnosisSpec",
+    "EdgeDeploymentSpec",
+    "EndpointSpec",
+    "EvaluationSpec",
+    "FSxLustreSpec",
+    "FileSystemChannel",
+    "InputChannel",
+    "ProcessingInput",
+    "ProcessingOutput",
+    "ProcessingSpec",
+    "QualitySpec",
+    "SpecError",
+    "TrainingSpec",
+]

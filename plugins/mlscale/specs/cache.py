@@ -19,8 +19,10 @@ from mlscale.specs.errors import SpecError
 from mlscale.specs.rules import require
 
 _NUMBER = r"(\d+(?:\.\d+)?)"
-DURATION = re.compile(rf"^P(?:{_NUMBER}Y)?(?:{_NUMBER}M)?(?:{_NUMBER}W)?(?:{_NUMBER}D)?"
-                      rf"(?:T(?:{_NUMBER}H)?(?:{_NUMBER}M)?(?:{_NUMBER}S)?)?\Z")  # fmt: skip
+DURATION = re.compile(
+    rf"^P(?:{_NUMBER}Y)?(?:{_NUMBER}M)?(?:{_NUMBER}W)?(?:{_NUMBER}D)?"
+    rf"(?:T(?:{_NUMBER}H)?(?:{_NUMBER}M)?(?:{_NUMBER}S)?)?\Z"
+)
 
 
 @dataclass
@@ -41,13 +43,24 @@ class CacheConfig:
         require(isinstance(self.enabled, bool), "cache.enabled", "must be true or false", self.enabled)
         if self.expire_after is not None:
             self.expiry()
-        require(isinstance(self.version, str) and 0 < len(self.version) <= 64, "cache.version",
-                "must be a string of 1-64 characters", self.version)  # fmt: skip
-        require(isinstance(self.ignored_inputs, list) and all(isinstance(n, str) for n in self.ignored_inputs),
-                "cache.ignored_inputs", "must be a list of input names", self.ignored_inputs)  # fmt: skip
+        require(
+            isinstance(self.version, str) and 0 < len(self.version) <= 64,
+            "cache.version",
+            "must be a string of 1-64 characters",
+            self.version,
+        )
+        require(
+            isinstance(self.ignored_inputs, list) and all(isinstance(n, str) for n in self.ignored_inputs),
+            "cache.ignored_inputs",
+            "must be a list of input names",
+            self.ignored_inputs,
+        )
         for name in self.ignored_inputs if known_inputs is not None else []:
-            require(name in known_inputs, "cache.ignored_inputs",
-                    f"{name!r} is not one of this stage's inputs {sorted(known_inputs)}")  # fmt: skip
+            require(
+                name in known_inputs,
+                "cache.ignored_inputs",
+                f"{name!r} is not one of this stage's inputs {sorted(known_inputs)}",
+            )
         if self.location is not None:
             rules.s3_uri(self.location, "cache.location")
 
@@ -56,11 +69,16 @@ class CacheConfig:
         if self.expire_after is None:
             return None
         match = DURATION.match(str(self.expire_after))
-        require(match is not None and any(match.groups()), "cache.expire_after",
-                "must be an ISO 8601 duration such as P30D, P4W or PT12H", self.expire_after)  # fmt: skip
+        require(
+            match is not None and any(match.groups()),
+            "cache.expire_after",
+            "must be an ISO 8601 duration such as P30D, P4W or PT12H",
+            self.expire_after,
+        )
         years, months, weeks, days, hours, minutes, seconds = (float(g or 0) for g in match.groups())
-        total = timedelta(days=years * 365 + months * 30 + weeks * 7 + days, hours=hours, minutes=minutes,
-                          seconds=seconds)  # fmt: skip
+        total = timedelta(
+            days=years * 365 + months * 30 + weeks * 7 + days, hours=hours, minutes=minutes, seconds=seconds
+        )
         require(total > timedelta(0), "cache.expire_after", "must be longer than zero", self.expire_after)
         return total
 

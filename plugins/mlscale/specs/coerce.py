@@ -74,8 +74,9 @@ def convert(value: str, target: Any, field: str) -> Any:
     if container in (dict, list, tuple):
         parsed = _literal(value)
         if not isinstance(parsed, container if container is not tuple else (list, tuple)):
-            raise SpecError(field, f"must be a {container.__name__} (a rendered template gave a string that is not one)",
-                            value)  # fmt: skip
+            raise SpecError(
+                field, f"must be a {container.__name__} (a rendered template gave a string that is not one)", value
+            )
         return parsed
     return value  # str, Any, or a type a template cannot produce
 

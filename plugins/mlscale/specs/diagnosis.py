@@ -20,10 +20,17 @@ class DiagnosisSpec:
 
     def validate(self) -> None:
         coerce_fields(self)
-        require(isinstance(self.job_name, str) and bool(rules.NAME.match(self.job_name)), "job_name",
-                "must be a training job name (1-63 letters, digits and '-')", self.job_name)  # fmt: skip
+        require(
+            isinstance(self.job_name, str) and bool(rules.NAME.match(self.job_name)),
+            "job_name",
+            "must be a training job name (1-63 letters, digits and '-')",
+            self.job_name,
+        )
         rules.in_range(self.loader_workers, "loader_workers", 0, 256)
         # GetMetricData: 1, 5, 10 or 30 s (high-resolution metrics) or a multiple of 60
-        require(is_int(self.period) and (self.period in (1, 5, 10, 30) or
-                                                  (self.period >= 60 and self.period % 60 == 0)), "period",
-                "must be 1, 5, 10, 30 or a multiple of 60 seconds", self.period)  # fmt: skip
+        require(
+            is_int(self.period) and (self.period in (1, 5, 10, 30) or (self.period >= 60 and self.period % 60 == 0)),
+            "period",
+            "must be 1, 5, 10, 30 or a multiple of 60 seconds",
+            self.period,
+        )

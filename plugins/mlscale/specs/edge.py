@@ -28,23 +28,46 @@ class EdgeDeploymentSpec:
     # orders deploys of several runs to one target: an older model_version than the one it has is skipped
     model_version: str | None = None
 
-    template_fields = ("compiled_artifact", "artifact_prefix", "thing_group_name", "sample",
-                       "abort_threshold_percent", "component_timeout", "model_version")  # fmt: skip
+    template_fields = (
+        "compiled_artifact",
+        "artifact_prefix",
+        "thing_group_name",
+        "sample",
+        "abort_threshold_percent",
+        "component_timeout",
+        "model_version",
+    )
 
     def validate(self) -> None:
         coerce_fields(self)
         rules.model_version(self.model_version)
-        require(isinstance(self.component_name, str) and bool(rules.NAME.match(self.component_name.replace(".", "-"))),
-                "component_name", "must be letters, digits, '.' and '-'", self.component_name)  # fmt: skip
+        require(
+            isinstance(self.component_name, str) and bool(rules.NAME.match(self.component_name.replace(".", "-"))),
+            "component_name",
+            "must be letters, digits, '.' and '-'",
+            self.component_name,
+        )
         rules.s3_uri(self.compiled_artifact, "compiled_artifact")
         rules.s3_uri(self.artifact_prefix, "artifact_prefix")
         require(Path(self.app_source).is_file(), "app_source", "must be an existing file", self.app_source)
-        require(isinstance(self.thing_group_name, str) and bool(THING_GROUP.match(self.thing_group_name)),
-                "thing_group_name", "must be 1-128 letters, digits, '_', '-' and ':'", self.thing_group_name)  # fmt: skip
-        require(self.failure_handling in ("ROLLBACK", "DO_NOTHING"), "failure_handling",
-                "must be ROLLBACK or DO_NOTHING", self.failure_handling)  # fmt: skip
-        require(is_number(self.abort_threshold_percent) and 0 < self.abort_threshold_percent <= 100,
-                "abort_threshold_percent", "must be a number in (0, 100]", self.abort_threshold_percent)  # fmt: skip
+        require(
+            isinstance(self.thing_group_name, str) and bool(THING_GROUP.match(self.thing_group_name)),
+            "thing_group_name",
+            "must be 1-128 letters, digits, '_', '-' and ':'",
+            self.thing_group_name,
+        )
+        require(
+            self.failure_handling in ("ROLLBACK", "DO_NOTHING"),
+            "failure_handling",
+            "must be ROLLBACK or DO_NOTHING",
+            self.failure_handling,
+        )
+        require(
+            is_number(self.abort_threshold_percent) and 0 < self.abort_threshold_percent <= 100,
+            "abort_threshold_percent",
+            "must be a number in (0, 100]",
+            self.abort_threshold_percent,
+        )
         rules.in_range(self.component_timeout, "component_timeout", 1, 3600)
 
     def sample_value(self) -> Any:

@@ -27,20 +27,36 @@ class AthenaEtlSpec:
     def validate(self) -> None:
         coerce_fields(self)
         require(isinstance(self.query, str) and bool(self.query.strip()), "query", "is required (SQL text)")
-        require(isinstance(self.database, str) and bool(IDENTIFIER.match(self.database)), "database",
-                "must be lower-case letters, digits and '_' (a Glue database name)", self.database)  # fmt: skip
+        require(
+            isinstance(self.database, str) and bool(IDENTIFIER.match(self.database)),
+            "database",
+            "must be lower-case letters, digits and '_' (a Glue database name)",
+            self.database,
+        )
         rules.s3_uri(self.data_prefix, "data_prefix")
         require(self.data_prefix.endswith("/"), "data_prefix", "must end with '/' (a prefix)", self.data_prefix)
-        require(self.data_prefix in self.query, "data_prefix",
-                "must be where the query writes: it does not appear in the query", self.data_prefix)  # fmt: skip
+        require(
+            self.data_prefix in self.query,
+            "data_prefix",
+            "must be where the query writes: it does not appear in the query",
+            self.data_prefix,
+        )
         rules.s3_uri(self.output_location, "output_location")
         require(isinstance(self.inputs, dict), "inputs", "must map names to s3:// prefixes", self.inputs)
         for name, uris in self.inputs.items():
             for uri in [uris] if isinstance(uris, str) else list(uris):
                 rules.s3_uri(uri, f"inputs[{name!r}]")
-        require(re.match(r"^[a-zA-Z0-9._-]{1,128}\Z", self.workgroup or "") is not None, "workgroup",
-                "must be 1-128 letters, digits, '.', '_' and '-'", self.workgroup)  # fmt: skip
+        require(
+            re.match(r"^[a-zA-Z0-9._-]{1,128}\Z", self.workgroup or "") is not None,
+            "workgroup",
+            "must be 1-128 letters, digits, '.', '_' and '-'",
+            self.workgroup,
+        )
 
     def request(self) -> dict:
-        return {"QueryString": self.query, "QueryExecutionContext": {"Database": self.database},
-                "ResultConfiguration": {"OutputLocation": self.output_location}, "WorkGroup": self.workgroup}  # fmt: skip
+        return {
+            "QueryString": self.query,
+            "QueryExecutionContext": {"Database": self.database},
+            "ResultConfiguration": {"OutputLocation": self.output_location},
+            "WorkGroup": self.workgroup,
+        }

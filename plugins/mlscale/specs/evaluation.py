@@ -33,29 +33,58 @@ class EvaluationSpec:
     max_payload_mb: int = 6
     environment: dict[str, str] = field(default_factory=dict)
 
-    template_fields = ("model_artifact", "role_arn", "image_uri", "features_uri", "labels_uri", "output_uri",
-                       "model_package_group", "min_value", "champion_tolerance", "instance_type", "instance_count",
-                       "manual_approval")  # fmt: skip
+    template_fields = (
+        "model_artifact",
+        "role_arn",
+        "image_uri",
+        "features_uri",
+        "labels_uri",
+        "output_uri",
+        "model_package_group",
+        "min_value",
+        "champion_tolerance",
+        "instance_type",
+        "instance_count",
+        "manual_approval",
+    )
 
     def validate(self) -> None:
         coerce_fields(self)
         rules.s3_uri(self.model_artifact, "model_artifact")
-        require(str(self.model_artifact).endswith(".tar.gz"), "model_artifact", "must be a model.tar.gz", self.model_artifact)
+        require(
+            str(self.model_artifact).endswith(".tar.gz"),
+            "model_artifact",
+            "must be a model.tar.gz",
+            self.model_artifact,
+        )
         rules.role_arn(self.role_arn)
         require(bool(self.image_uri), "image_uri", "is required (the inference container image)")
         for name in ("features_uri", "labels_uri", "output_uri"):
             rules.s3_uri(getattr(self, name), name)
-        require(bool(rules.NAME.match(self.model_package_group or "")), "model_package_group",
-                "must be 1-63 letters, digits and '-'", self.model_package_group)  # fmt: skip
+        require(
+            bool(rules.NAME.match(self.model_package_group or "")),
+            "model_package_group",
+            "must be 1-63 letters, digits and '-'",
+            self.model_package_group,
+        )
         require(self.metric in METRICS, "metric", f"must be one of {sorted(METRICS)}", self.metric)
-        require(is_number(self.min_value) and 0 <= self.min_value <= 1, "min_value",
-                "must be from 0 to 1", self.min_value)  # fmt: skip
-        require(is_number(self.champion_tolerance) and 0 <= self.champion_tolerance <= 1,
-                "champion_tolerance", "must be from 0 to 1", self.champion_tolerance)  # fmt: skip
+        require(
+            is_number(self.min_value) and 0 <= self.min_value <= 1, "min_value", "must be from 0 to 1", self.min_value
+        )
+        require(
+            is_number(self.champion_tolerance) and 0 <= self.champion_tolerance <= 1,
+            "champion_tolerance",
+            "must be from 0 to 1",
+            self.champion_tolerance,
+        )
         rules.instance_type(self.instance_type, "instance_type", "TransformInstanceType")
         rules.in_range(self.instance_count, "instance_count", 1, 100)
-        require(self.batch_strategy in ("MultiRecord", "SingleRecord"), "batch_strategy",
-                "must be MultiRecord or SingleRecord", self.batch_strategy)  # fmt: skip
+        require(
+            self.batch_strategy in ("MultiRecord", "SingleRecord"),
+            "batch_strategy",
+            "must be MultiRecord or SingleRecord",
+            self.batch_strategy,
+        )
         rules.in_range(self.max_payload_mb, "max_payload_mb", 0, 100)
 
     def transform_request(self, job_name: str, model_name: str) -> dict[str, Any]:
@@ -64,9 +93,15 @@ class EvaluationSpec:
             "ModelName": model_name,
             "BatchStrategy": self.batch_strategy,
             "MaxPayloadInMB": self.max_payload_mb,
-            "TransformInput": {"DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": self.features_uri}},
-                               "ContentType": self.content_type, "SplitType": "Line"},
-            "TransformOutput": {"S3OutputPath": f"{self.output_uri.rstrip('/')}/predictions/", "Accept": self.accept,
-                                "AssembleWith": "Line"},
+            "TransformInput": {
+                "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": self.features_uri}},
+                "ContentType": self.content_type,
+                "SplitType": "Line",
+            },
+            "TransformOutput": {
+                "S3OutputPath": f"{self.output_uri.rstrip('/')}/predictions/",
+                "Accept": self.accept,
+                "AssembleWith": "Line",
+            },
             "TransformResources": {"InstanceType": self.instance_type, "InstanceCount": self.instance_count},
-        }  # fmt: skip
+        }

@@ -49,8 +49,18 @@ class ProcessingSpec:
     max_runtime_seconds: int = 24 * 3600
     tags: dict[str, str] = field(default_factory=dict)
 
-    template_fields = ("arguments", "inputs", "outputs", "role_arn", "image_uri", "code_location",
-                       "instance_type", "instance_count", "environment", "tags")  # fmt: skip
+    template_fields = (
+        "arguments",
+        "inputs",
+        "outputs",
+        "role_arn",
+        "image_uri",
+        "code_location",
+        "instance_type",
+        "instance_count",
+        "environment",
+        "tags",
+    )
 
     def validate(self, check_files: bool = True) -> None:
         coerce_fields(self)
@@ -71,8 +81,12 @@ class ProcessingSpec:
             require(bool(rules.NAME.match(name)), f"inputs[{name!r}]", "names are 1-63 letters, digits and '-'")
             rules.s3_uri(item.s3_uri, f"inputs[{name!r}].s3_uri")
             rules.path_under(item.local_path, f"inputs[{name!r}].local_path", LOCAL_ROOT)
-            require(item.distribution in ("FullyReplicated", "ShardedByS3Key"), f"inputs[{name!r}].distribution",
-                    "must be FullyReplicated or ShardedByS3Key", item.distribution)  # fmt: skip
+            require(
+                item.distribution in ("FullyReplicated", "ShardedByS3Key"),
+                f"inputs[{name!r}].distribution",
+                "must be FullyReplicated or ShardedByS3Key",
+                item.distribution,
+            )
         require(len(self.outputs) <= 10, "outputs", "at most 10 outputs")
         for name, item in self.outputs.items():
             require(bool(rules.NAME.match(name)), f"outputs[{name!r}]", "names are 1-63 letters, digits and '-'")
@@ -84,33 +98,62 @@ class ProcessingSpec:
 def build_processing_request(spec: ProcessingSpec, *, job_name: str, code_uri: str) -> dict[str, Any]:
     """CreateProcessingJob for a validated spec, as the SDK's ScriptProcessor sends it."""
     script_name = Path(spec.script).name
-    inputs = [{"InputName": "code", "S3Input": {"S3Uri": code_uri, "LocalPath": CODE_DIR, "S3DataType": "S3Prefix",
-                                                "S3InputMode": "File", "S3DataDistributionType": "FullyReplicated"}}]  # fmt: skip
+    inputs = [
+        {
+            "InputName": "code",
+            "S3Input": {
+                "S3Uri": code_uri,
+                "LocalPath": CODE_DIR,
+                "S3DataType": "S3Prefix",
+                "S3InputMode": "File",
+                "S3DataDistributionType": "FullyReplicated",
+            },
+        }
+    ]
     inputs += [
-        {"InputName": name, "S3Input": {"S3Uri": item.s3_uri, "LocalPath": item.local_path, "S3DataType": "S3Prefix",
-                                        "S3InputMode": "File", "S3DataDistributionType": item.distribution}}
+        {
+            "InputName": name,
+            "S3Input": {
+                "S3Uri": item.s3_uri,
+                "LocalPath": item.local_path,
+                "S3DataType": "S3Prefix",
+                "S3InputMode": "File",
+                "S3DataDistributionType": item.distribution,
+            },
+        }
         for name, item in spec.inputs.items()
-    ]  # fmt: skip
+    ]
     request: dict[str, Any] = {
         "ProcessingJobName": job_name,
         "RoleArn": spec.role_arn,
-        "AppSpecification": {"ImageUri": spec.image_uri,
-                             "ContainerEntrypoint": ["python3", f"{CODE_DIR}/{script_name}"],
-                             # templates may render numbers natively; the container gets strings
-                             "ContainerArguments": [str(a) for a in spec.arguments]},  # fmt: skip
+        "AppSpecification": {
+            "ImageUri": spec.image_uri,
+            "ContainerEntrypoint": ["python3", f"{CODE_DIR}/{script_name}"],
+            # templates may render numbers natively; the container gets strings
+            "ContainerArguments": [str(a) for a in spec.arguments],
+        },
         "ProcessingInputs": inputs,
-        "ProcessingResources": {"ClusterConfig": {"InstanceCount": spec.instance_count,
-                                                  "InstanceType": spec.instance_type,
-                                                  "VolumeSizeInGB": spec.volume_size_gb}},  # fmt: skip
+        "ProcessingResources": {
+            "ClusterConfig": {
+                "InstanceCount": spec.instance_count,
+                "InstanceType": spec.instance_type,
+                "VolumeSizeInGB": spec.volume_size_gb,
+            }
+        },
         "StoppingCondition": {"MaxRuntimeInSeconds": spec.max_runtime_seconds},
     }
     if not request["AppSpecification"]["ContainerArguments"]:
         del request["AppSpecification"]["ContainerArguments"]
     if spec.outputs:
-        request["ProcessingOutputConfig"] = {"Outputs": [
-            {"OutputName": name, "S3Output": {"S3Uri": item.s3_uri, "LocalPath": item.local_path,
-                                              "S3UploadMode": "EndOfJob"}}
-            for name, item in spec.outputs.items()]}  # fmt: skip
+        request["ProcessingOutputConfig"] = {
+            "Outputs": [
+                {
+                    "OutputName": name,
+                    "S3Output": {"S3Uri": item.s3_uri, "LocalPath": item.local_path, "S3UploadMode": "EndOfJob"},
+                }
+                for name, item in spec.outputs.items()
+            ]
+        }
     if spec.environment:
         request["Environment"] = dict(spec.environment)
     if spec.tags:

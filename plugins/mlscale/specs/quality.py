@@ -31,8 +31,16 @@ class QualitySpec:
     thresholds: dict[str, Any] = field(default_factory=dict)  # mlscale.quality.profile.QualityThresholds
     workgroup: str = "primary"
 
-    template_fields = ("database", "table", "data_prefix", "report_prefix", "output_location", "partition_start",
-                       "partition_end", "thresholds")  # fmt: skip
+    template_fields = (
+        "database",
+        "table",
+        "data_prefix",
+        "report_prefix",
+        "output_location",
+        "partition_start",
+        "partition_end",
+        "thresholds",
+    )
 
     def validate(self) -> None:
         coerce_fields(self)
@@ -50,8 +58,12 @@ class QualitySpec:
                     date.fromisoformat(value)
                 except (TypeError, ValueError):
                     raise SpecError(name, "must be a date YYYY-MM-DD", value) from None
-        require(re.match(r"^[a-zA-Z0-9._-]{1,128}\Z", self.workgroup or "") is not None, "workgroup",
-                "must be 1-128 letters, digits, '.', '_' and '-'", self.workgroup)  # fmt: skip
+        require(
+            re.match(r"^[a-zA-Z0-9._-]{1,128}\Z", self.workgroup or "") is not None,
+            "workgroup",
+            "must be 1-128 letters, digits, '.', '_' and '-'",
+            self.workgroup,
+        )
         self.quality_thresholds()
 
     def quality_thresholds(self):
@@ -60,8 +72,11 @@ class QualitySpec:
         require(isinstance(self.thresholds, dict), "thresholds", "must be a mapping of threshold to value")
         known = set(QualityThresholds.__dataclass_fields__)
         unknown = sorted(set(self.thresholds) - known)
-        require(not unknown, "thresholds", f"unknown threshold {unknown[0] if unknown else ''!r}; known: "
-                f"{', '.join(sorted(known))}")  # fmt: skip
+        require(
+            not unknown,
+            "thresholds",
+            f"unknown threshold {unknown[0] if unknown else ''!r}; known: {', '.join(sorted(known))}",
+        )
         thresholds = QualityThresholds(**self.thresholds)
         try:
             thresholds.validate()
@@ -78,11 +93,16 @@ class QualitySpec:
         if self.partition_end:
             conditions.append(f"\"{self.partition_column}\" < '{self.partition_end}'")
         where = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        return (f'SELECT count(*) AS row_count, count(DISTINCT "{self.key_column}") AS distinct_keys, {missing} '
-                f'FROM "{self.database}"."{self.table}"{where}')  # fmt: skip
+        return (
+            f'SELECT count(*) AS row_count, count(DISTINCT "{self.key_column}") AS distinct_keys, {missing} '
+            f'FROM "{self.database}"."{self.table}"{where}'
+        )
 
 
 def _identifier(value: Any, field: str) -> None:
-    require(isinstance(value, str) and bool(IDENTIFIER.match(value)), field,
-            "must be an Athena identifier: lower-case letters, digits and '_', starting with a letter or '_'",
-            value)  # fmt: skip
+    require(
+        isinstance(value, str) and bool(IDENTIFIER.match(value)),
+        field,
+        "must be an Athena identifier: lower-case letters, digits and '_', starting with a letter or '_'",
+        value,
+    )

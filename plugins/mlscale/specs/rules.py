@@ -35,28 +35,43 @@ def sagemaker_enum(shape: str) -> tuple[str, ...]:
 
 def instance_type(value: Any, field: str, shape: str) -> None:
     """An instance type the API takes for this kind of job (`shape`: TrainingInstanceType, ...)."""
-    require(isinstance(value, str) and bool(INSTANCE_TYPE.match(value)), field,
-            "must look like ml.<family>.<size>, e.g. ml.g5.2xlarge", value)  # fmt: skip
+    require(
+        isinstance(value, str) and bool(INSTANCE_TYPE.match(value)),
+        field,
+        "must look like ml.<family>.<size>, e.g. ml.g5.2xlarge",
+        value,
+    )
     require(value in sagemaker_enum(shape), field, f"is not a SageMaker {shape} (botocore's list)", value)
 
 
 def path_under(value: Any, field: str, root: str) -> None:
     """An absolute path that stays below `root` once `..` and `.` are resolved."""
     require(isinstance(value, str) and value.startswith("/"), field, f"must be an absolute path below {root}", value)
-    require((posixpath.normpath(value) + "/").startswith(root.rstrip("/") + "/"), field,
-            f"must stay below {root} ('..' may not leave it)", value)  # fmt: skip
+    require(
+        (posixpath.normpath(value) + "/").startswith(root.rstrip("/") + "/"),
+        field,
+        f"must stay below {root} ('..' may not leave it)",
+        value,
+    )
 
 
 def role_arn(value: Any, field: str = "role_arn") -> None:
-    require(isinstance(value, str) and bool(ROLE_ARN.match(value)), field,
-            "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)", value)  # fmt: skip
+    require(
+        isinstance(value, str) and bool(ROLE_ARN.match(value)),
+        field,
+        "must be an IAM role ARN (arn:aws:iam::<account>:role/<name>)",
+        value,
+    )
 
 
 def s3_uri(value: Any, field: str) -> None:
-    require(isinstance(value, str) and bool(S3_URI.match(value)), field,
-            "must be an s3://bucket/prefix URI", value)  # fmt: skip
-    require(valid_bucket(value[len("s3://"):].split("/", 1)[0]), field,
-            "names a bucket S3 cannot have (two adjacent periods, or an IP address)", value)  # fmt: skip
+    require(isinstance(value, str) and bool(S3_URI.match(value)), field, "must be an s3://bucket/prefix URI", value)
+    require(
+        valid_bucket(value[len("s3://") :].split("/", 1)[0]),
+        field,
+        "names a bucket S3 cannot have (two adjacent periods, or an IP address)",
+        value,
+    )
 
 
 def valid_bucket(name: str) -> bool:
@@ -74,8 +89,12 @@ def is_number(value: Any) -> bool:
 
 
 def in_range(value: Any, field: str, low: int, high: int) -> None:
-    require(isinstance(value, int) and not isinstance(value, bool) and low <= value <= high,
-            field, f"must be an integer from {low} to {high}", value)  # fmt: skip
+    require(
+        isinstance(value, int) and not isinstance(value, bool) and low <= value <= high,
+        field,
+        f"must be an integer from {low} to {high}",
+        value,
+    )
 
 
 def tags(value: dict[str, str], field: str = "tags") -> None:
@@ -84,11 +103,19 @@ def tags(value: dict[str, str], field: str = "tags") -> None:
     for key, tag_value in value.items():
         require(isinstance(key, str) and 1 <= len(key) <= 128, f"{field}[{key!r}]", "keys are 1-128 characters")
         require(not key.lower().startswith("aws:"), f"{field}[{key!r}]", "the aws: prefix is reserved for AWS")
-        require(isinstance(tag_value, str) and len(tag_value) <= 256, f"{field}[{key!r}]",
-                "values are strings of at most 256 characters", tag_value)  # fmt: skip
+        require(
+            isinstance(tag_value, str) and len(tag_value) <= 256,
+            f"{field}[{key!r}]",
+            "values are strings of at most 256 characters",
+            tag_value,
+        )
 
 
 def model_version(value: Any, field: str = "model_version") -> None:
     """Optional; a tag value, compared as a string to order deploys (newer sorts later)."""
-    require(value is None or (isinstance(value, str) and bool(TAG_VALUE.match(value))), field,
-            "must be at most 256 letters, digits, spaces and _.:/=+-@ (it is stored as a tag)", value)  # fmt: skip
+    require(
+        value is None or (isinstance(value, str) and bool(TAG_VALUE.match(value))),
+        field,
+        "must be at most 256 letters, digits, spaces and _.:/=+-@ (it is stored as a tag)",
+        value,
+    )

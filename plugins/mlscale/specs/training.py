@@ -40,9 +40,14 @@ class InputChannel:
     def to_request(self, name: str) -> dict[str, Any]:
         channel: dict[str, Any] = {
             "ChannelName": name,
-            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": self.s3_uri,
-                                            "S3DataDistributionType": self.distribution}},
-        }  # fmt: skip
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataType": "S3Prefix",
+                    "S3Uri": self.s3_uri,
+                    "S3DataDistributionType": self.distribution,
+                }
+            },
+        }
         if self.input_mode:
             channel["InputMode"] = self.input_mode
         if self.content_type:
@@ -62,9 +67,17 @@ class FileSystemChannel:
     template_fields = ("file_system_id", "directory_path")
 
     def to_request(self, name: str) -> dict[str, Any]:
-        return {"ChannelName": name, "DataSource": {"FileSystemDataSource": {
-            "FileSystemId": self.file_system_id, "FileSystemType": self.file_system_type,
-            "DirectoryPath": self.directory_path, "FileSystemAccessMode": self.access_mode}}}  # fmt: skip
+        return {
+            "ChannelName": name,
+            "DataSource": {
+                "FileSystemDataSource": {
+                    "FileSystemId": self.file_system_id,
+                    "FileSystemType": self.file_system_type,
+                    "DirectoryPath": self.directory_path,
+                    "FileSystemAccessMode": self.access_mode,
+                }
+            },
+        }
 
 
 def as_channel(value: Any) -> InputChannel | FileSystemChannel:
@@ -111,10 +124,24 @@ class TrainingSpec:
     tags: dict[str, str] = field(default_factory=dict)
     code_location: str | None = None
 
-    template_fields = ("hyperparameters", "inputs", "output_path", "role_arn", "source_dir", "image_uri",
-                       "instance_type", "instance_count", "distribution", "input_mode", "checkpoint_s3_uri",
-                       "subnets", "security_group_ids",
-                       "environment", "tags", "code_location")  # fmt: skip
+    template_fields = (
+        "hyperparameters",
+        "inputs",
+        "output_path",
+        "role_arn",
+        "source_dir",
+        "image_uri",
+        "instance_type",
+        "instance_count",
+        "distribution",
+        "input_mode",
+        "checkpoint_s3_uri",
+        "subnets",
+        "security_group_ids",
+        "environment",
+        "tags",
+        "code_location",
+    )
 
     def channels(self) -> dict[str, InputChannel | FileSystemChannel]:
         return {name: as_channel(c) for name, c in self.inputs.items()}
@@ -125,15 +152,21 @@ class TrainingSpec:
         """Raise SpecError for the first broken rule. No AWS call is made."""
         coerce_fields(self)
         require(bool(self.entry_point), "entry_point", "is required")
-        require(self.entry_point.endswith((".py", ".sh")), "entry_point", "must be a .py or .sh file",
-                self.entry_point)  # fmt: skip
-        require(not self.entry_point.startswith("/") and ".." not in self.entry_point.split("/"), "entry_point",
-                "must be a path relative to source_dir, without '..' (it runs from inside source_dir)",
-                self.entry_point)  # fmt: skip
+        require(self.entry_point.endswith((".py", ".sh")), "entry_point", "must be a .py or .sh file", self.entry_point)
+        require(
+            not self.entry_point.startswith("/") and ".." not in self.entry_point.split("/"),
+            "entry_point",
+            "must be a path relative to source_dir, without '..' (it runs from inside source_dir)",
+            self.entry_point,
+        )
         if check_files:
             require(Path(self.source_dir).is_dir(), "source_dir", "must be an existing directory", self.source_dir)
-            require((Path(self.source_dir) / self.entry_point).is_file(), "entry_point",
-                    f"must be a file inside source_dir {self.source_dir}", self.entry_point)  # fmt: skip
+            require(
+                (Path(self.source_dir) / self.entry_point).is_file(),
+                "entry_point",
+                f"must be a file inside source_dir {self.source_dir}",
+                self.entry_point,
+            )
         rules.role_arn(self.role_arn)
         rules.s3_uri(self.output_path, "output_path")
         if self.code_location is not None:
@@ -142,31 +175,43 @@ class TrainingSpec:
         rules.instance_type(self.instance_type, "instance_type", "TrainingInstanceType")
         rules.in_range(self.instance_count, "instance_count", 1, 100)
         rules.in_range(self.volume_size_gb, "volume_size_gb", 1, 16384)
-        require(self.distribution in (None, *DISTRIBUTIONS), "distribution",
-                f"must be one of {sorted(DISTRIBUTIONS)} or None", self.distribution)  # fmt: skip
+        require(
+            self.distribution in (None, *DISTRIBUTIONS),
+            "distribution",
+            f"must be one of {sorted(DISTRIBUTIONS)} or None",
+            self.distribution,
+        )
         self._validate_hyperparameters()
         self._validate_inputs()
         rules.in_range(self.max_runtime_seconds, "max_runtime_seconds", 1, MAX_RUNTIME_LIMIT)
         self._validate_spot()
         self._validate_metrics()
         self._validate_environment()
-        require(bool(self.subnets) == bool(self.security_group_ids), "subnets",
-                "subnets and security_group_ids go together (VpcConfig needs both)")  # fmt: skip
+        require(
+            bool(self.subnets) == bool(self.security_group_ids),
+            "subnets",
+            "subnets and security_group_ids go together (VpcConfig needs both)",
+        )
         if self.max_retry_attempts is not None:
             rules.in_range(self.max_retry_attempts, "max_retry_attempts", 1, 30)
         rules.tags(self.tags)
 
     def _validate_image(self) -> None:
         require(not (self.image_uri and self.framework), "image_uri", "give image_uri or framework, not both")
-        require(bool(self.image_uri or self.framework), "image_uri",
-                "give image_uri, or framework with framework_version")  # fmt: skip
+        require(
+            bool(self.image_uri or self.framework), "image_uri", "give image_uri, or framework with framework_version"
+        )
         if self.framework:
             require(bool(self.framework_version), "framework_version", f"is required with framework={self.framework!r}")
 
     def _validate_hyperparameters(self) -> None:
         require(isinstance(self.hyperparameters, dict), "hyperparameters", "must be a mapping")
-        require(len(self.hyperparameters) <= 90, "hyperparameters",
-                "at most 100 per job, 10 of them reserved for sagemaker_*", len(self.hyperparameters))  # fmt: skip
+        require(
+            len(self.hyperparameters) <= 90,
+            "hyperparameters",
+            "at most 100 per job, 10 of them reserved for sagemaker_*",
+            len(self.hyperparameters),
+        )
         for key, value in self.hyperparameters.items():
             name = f"hyperparameters[{key!r}]"
             require(isinstance(key, str) and 1 <= len(key) <= 256, name, "keys are strings of 1-256 characters")
@@ -174,36 +219,65 @@ class TrainingSpec:
             try:
                 encoded = json.dumps(value, allow_nan=False)
             except (TypeError, ValueError) as error:
-                raise SpecError(name, f"must be JSON: a string, number, boolean, list or mapping, not NaN or "
-                                      f"infinity ({error})", value) from None  # fmt: skip
+                raise SpecError(
+                    name,
+                    f"must be JSON: a string, number, boolean, list or mapping, not NaN or infinity ({error})",
+                    value,
+                ) from None
             require(len(encoded) <= 2500, name, "values are at most 2500 characters once JSON-encoded")
 
     def _validate_inputs(self) -> None:
-        require(self.input_mode in INPUT_MODES, "input_mode",
-                f"must be one of {INPUT_MODES} (Pipe is replaced by FastFile)", self.input_mode)  # fmt: skip
+        require(
+            self.input_mode in INPUT_MODES,
+            "input_mode",
+            f"must be one of {INPUT_MODES} (Pipe is replaced by FastFile)",
+            self.input_mode,
+        )
         require(len(self.inputs) <= 20, "inputs", "at most 20 channels", len(self.inputs))
         try:
             channels = self.channels()
         except TypeError as error:
             raise SpecError("inputs", f"a channel dict has unknown keys: {error}") from None
         for name, channel in channels.items():
-            require(bool(CHANNEL_NAME.match(name)) and name.strip(".") != "", f"inputs[{name!r}]",
-                    "channel names are 1-64 characters of letters, digits, '.', '-' and '_', not only dots "
-                    "(the channel is the directory /opt/ml/input/data/<name>)")  # fmt: skip
+            require(
+                bool(CHANNEL_NAME.match(name)) and name.strip(".") != "",
+                f"inputs[{name!r}]",
+                "channel names are 1-64 characters of letters, digits, '.', '-' and '_', not only dots "
+                "(the channel is the directory /opt/ml/input/data/<name>)",
+            )
             if isinstance(channel, FileSystemChannel):
-                require(bool(self.subnets), f"inputs[{name!r}]",
-                        "a file system channel needs subnets and security_group_ids (VpcConfig)")  # fmt: skip
-                require(channel.file_system_type in ("FSxLustre", "EFS"), f"inputs[{name!r}].file_system_type",
-                        "must be FSxLustre or EFS", channel.file_system_type)  # fmt: skip
-                require(channel.directory_path.startswith("/"), f"inputs[{name!r}].directory_path",
-                        "must be an absolute path (/<mount name>/... for Lustre)", channel.directory_path)  # fmt: skip
+                require(
+                    bool(self.subnets),
+                    f"inputs[{name!r}]",
+                    "a file system channel needs subnets and security_group_ids (VpcConfig)",
+                )
+                require(
+                    channel.file_system_type in ("FSxLustre", "EFS"),
+                    f"inputs[{name!r}].file_system_type",
+                    "must be FSxLustre or EFS",
+                    channel.file_system_type,
+                )
+                require(
+                    channel.directory_path.startswith("/"),
+                    f"inputs[{name!r}].directory_path",
+                    "must be an absolute path (/<mount name>/... for Lustre)",
+                    channel.directory_path,
+                )
                 require(channel.access_mode in ("ro", "rw"), f"inputs[{name!r}].access_mode", "must be ro or rw")
                 continue
             rules.s3_uri(channel.s3_uri, f"inputs[{name!r}]")
-            require(channel.input_mode in (None, *INPUT_MODES), f"inputs[{name!r}].input_mode",
-                    f"must be one of {INPUT_MODES}", channel.input_mode)  # fmt: skip
-            require(channel.distribution in ("FullyReplicated", "ShardedByS3Key"), f"inputs[{name!r}].distribution",
-                    "must be FullyReplicated or ShardedByS3Key", channel.distribution)  # fmt: skip
+            require(
+                channel.input_mode in (None, *INPUT_MODES),
+                f"inputs[{name!r}].input_mode",
+                f"must be one of {INPUT_MODES}",
+                channel.input_mode,
+            )
+            require(
+                channel.distribution in ("FullyReplicated", "ShardedByS3Key"),
+                f"inputs[{name!r}].distribution",
+                "must be FullyReplicated or ShardedByS3Key",
+                channel.distribution,
+            )
 
     def _validate_spot(self) -> None:
         if self.checkpoint_s3_uri:
@@ -211,11 +285,18 @@ class TrainingSpec:
         if not self.use_spot:
             require(self.max_wait_seconds is None, "max_wait_seconds", "only applies with use_spot=True")
             return
-        require(bool(self.checkpoint_s3_uri), "checkpoint_s3_uri",
-                "is required with use_spot=True: an interrupted spot job resumes from its checkpoints")  # fmt: skip
+        require(
+            bool(self.checkpoint_s3_uri),
+            "checkpoint_s3_uri",
+            "is required with use_spot=True: an interrupted spot job resumes from its checkpoints",
+        )
         wait = self.max_wait_seconds if self.max_wait_seconds is not None else self.max_runtime_seconds
-        require(wait >= self.max_runtime_seconds, "max_wait_seconds",
-                f"must be >= max_runtime_seconds ({self.max_runtime_seconds})", wait)  # fmt: skip
+        require(
+            wait >= self.max_runtime_seconds,
+            "max_wait_seconds",
+            f"must be >= max_runtime_seconds ({self.max_runtime_seconds})",
+            wait,
+        )
 
     def _validate_metrics(self) -> None:
         require(len(self.metric_definitions) <= 40, "metric_definitions", "at most 40 metrics")
@@ -232,10 +313,17 @@ class TrainingSpec:
     def _validate_environment(self) -> None:
         require(len(self.environment) <= 100, "environment", "at most 100 variables")
         for key, value in self.environment.items():
-            require(bool(ENV_KEY.match(str(key))), f"environment[{key!r}]",
-                    "names match [a-zA-Z_][a-zA-Z0-9_]* and are at most 512 characters")  # fmt: skip
-            require(isinstance(value, str) and len(value) <= 512, f"environment[{key!r}]",
-                    "values are strings of at most 512 characters", value)  # fmt: skip
+            require(
+                bool(ENV_KEY.match(str(key))),
+                f"environment[{key!r}]",
+                "names match [a-zA-Z_][a-zA-Z0-9_]* and are at most 512 characters",
+            )
+            require(
+                isinstance(value, str) and len(value) <= 512,
+                f"environment[{key!r}]",
+                "values are strings of at most 512 characters",
+                value,
+            )
 
     # -- the request ----------------------------------------------------------------------------------
 
@@ -245,8 +333,9 @@ class TrainingSpec:
         return f"{base}/{content_hash}/sourcedir.tar.gz"
 
 
-def build_training_request(spec: TrainingSpec, *, job_name: str, image_uri: str, sourcedir_uri: str,
-                           region: str) -> dict[str, Any]:  # fmt: skip
+def build_training_request(
+    spec: TrainingSpec, *, job_name: str, image_uri: str, sourcedir_uri: str, region: str
+) -> dict[str, Any]:
     """The CreateTrainingJob request for a validated spec; what the SageMaker SDK would send."""
     hyperparameters = {key: json.dumps(value) for key, value in spec.hyperparameters.items()}
     framework_hps: dict[str, Any] = {
@@ -262,8 +351,11 @@ def build_training_request(spec: TrainingSpec, *, job_name: str, image_uri: str,
     algorithm: dict[str, Any] = {"TrainingImage": image_uri, "TrainingInputMode": spec.input_mode}
     if spec.metric_definitions:
         algorithm["MetricDefinitions"] = [{"Name": n, "Regex": r} for n, r in spec.metric_definitions.items()]
-    resources: dict[str, Any] = {"InstanceType": spec.instance_type, "InstanceCount": spec.instance_count,
-                                 "VolumeSizeInGB": spec.volume_size_gb}  # fmt: skip
+    resources: dict[str, Any] = {
+        "InstanceType": spec.instance_type,
+        "InstanceCount": spec.instance_count,
+        "VolumeSizeInGB": spec.volume_size_gb,
+    }
     if spec.volume_kms_key_id:
         resources["VolumeKmsKeyId"] = spec.volume_kms_key_id
     output: dict[str, Any] = {"S3OutputPath": spec.output_path}

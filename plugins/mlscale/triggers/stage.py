@@ -34,22 +34,48 @@ class StageTrigger(BaseTrigger):
     its first poll at once. A sensor, which has seen nothing yet, passes None.
     """
 
-    def __init__(self, kind: str, resource_id: str, poll_interval: float = 30, stop_on_kill: bool = False,
-                 aws_conn_id: str | None = "aws_default", region_name: str | None = None,
-                 verify: bool | str | None = None, botocore_config: dict | None = None,
-                 next_poll_at: float | None = None):  # fmt: skip
+    def __init__(
+        self,
+        kind: str,
+        resource_id: str,
+        poll_interval: float = 30,
+        stop_on_kill: bool = False,
+        aws_conn_id: str | None = "aws_default",
+        region_name: str | None = None,
+        verify: bool | str | None = None,
+        botocore_config: dict | None = None,
+        next_poll_at: float | None = None,
+    ):
         super().__init__()
         self.next_poll_at = next_poll_at
-        self.kind, self.resource_id, self.poll_interval, self.stop_on_kill = kind, resource_id, poll_interval, stop_on_kill
+        self.kind, self.resource_id, self.poll_interval, self.stop_on_kill = (
+            kind,
+            resource_id,
+            poll_interval,
+            stop_on_kill,
+        )
         self.aws_conn_id, self.region_name, self.verify, self.botocore_config = (
-            aws_conn_id, region_name, verify, botocore_config)  # fmt: skip
+            aws_conn_id,
+            region_name,
+            verify,
+            botocore_config,
+        )
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return (f"{type(self).__module__}.{type(self).__qualname__}",
-                {"kind": self.kind, "resource_id": self.resource_id, "poll_interval": self.poll_interval,
-                 "stop_on_kill": self.stop_on_kill, "aws_conn_id": self.aws_conn_id,
-                 "region_name": self.region_name, "verify": self.verify, "botocore_config": self.botocore_config,
-                 "next_poll_at": self.next_poll_at})  # fmt: skip
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "kind": self.kind,
+                "resource_id": self.resource_id,
+                "poll_interval": self.poll_interval,
+                "stop_on_kill": self.stop_on_kill,
+                "aws_conn_id": self.aws_conn_id,
+                "region_name": self.region_name,
+                "verify": self.verify,
+                "botocore_config": self.botocore_config,
+                "next_poll_at": self.next_poll_at,
+            },
+        )
 
     def _hook(self):
         """The kind and its hook (shared by the waits on one connection), its client made. Blocking: call it in
@@ -86,8 +112,13 @@ class StageTrigger(BaseTrigger):
                     break
                 await asyncio.sleep(float(self.poll_interval))
         except Exception as error:  # noqa: BLE001 - the task fails with it, rather than the triggerer logging it
-            event = {"status": "error", "kind": self.kind, "resource_id": self.resource_id, "state": None,
-                     "reason": f"{type(error).__name__}: {error}"}  # fmt: skip
+            event = {
+                "status": "error",
+                "kind": self.kind,
+                "resource_id": self.resource_id,
+                "state": None,
+                "reason": f"{type(error).__name__}: {error}",
+            }
         await hold_first_event(started, first_event_delay())
         yield TriggerEvent(event)
 

@@ -16,8 +16,9 @@ CONTENT_TYPES = {".png": "image/png", ".html": "text/html", ".json": "applicatio
 can_read_runs = requires_access_dag("GET", DagAccessEntity.RUN)
 
 # No /docs, /redoc or /openapi.json: FastAPI serves them outside the app's dependencies, so without auth.
-app = FastAPI(title="mlscale run view", dependencies=[Depends(can_read_runs)], docs_url=None, redoc_url=None,
-              openapi_url=None)  # fmt: skip
+app = FastAPI(
+    title="mlscale run view", dependencies=[Depends(can_read_runs)], docs_url=None, redoc_url=None, openapi_url=None
+)
 
 
 def known_connection(conn_id: str = Query("aws_default")) -> str:
@@ -56,8 +57,13 @@ def log_reader():
 
 
 @app.get("/run", response_class=HTMLResponse)
-def run_page(dag_id: str = Query(...), run_id: str = Query(...), conn_id: str = Depends(known_connection),
-             load=Depends(run_loader), read_log=Depends(log_reader)) -> str:  # fmt: skip
+def run_page(
+    dag_id: str = Query(...),
+    run_id: str = Query(...),
+    conn_id: str = Depends(known_connection),
+    load=Depends(run_loader),
+    read_log=Depends(log_reader),
+) -> str:
     from mlscale.ui.curves import metric_series
     from mlscale.ui.page import render
 
@@ -78,9 +84,14 @@ def run_page(dag_id: str = Query(...), run_id: str = Query(...), conn_id: str = 
 
 
 @app.get("/artifact")
-def run_artifact(dag_id: str = Query(...), run_id: str = Query(...), uri: str = Query(...),
-                 conn_id: str = Depends(known_connection), load=Depends(run_loader),
-                 read=Depends(s3_reader)) -> Response:  # fmt: skip
+def run_artifact(
+    dag_id: str = Query(...),
+    run_id: str = Query(...),
+    uri: str = Query(...),
+    conn_id: str = Depends(known_connection),
+    load=Depends(run_loader),
+    read=Depends(s3_reader),
+) -> Response:
     record = load(dag_id, run_id)
     if record is None:
         raise HTTPException(404, f"no run {run_id} of {dag_id}")

@@ -31,11 +31,15 @@ def svg_line(name: str, values: list[float], width: int = 320, height: int = 120
     low, high = min(values), max(values)
     spread = (high - low) or 1.0
     step = width / max(len(values) - 1, 1)
-    points = " ".join(f"{i * step:.1f},{height - 10 - (v - low) / spread * (height - 20):.1f}" for i, v in enumerate(values))
+    points = " ".join(
+        f"{i * step:.1f},{height - 10 - (v - low) / spread * (height - 20):.1f}" for i, v in enumerate(values)
+    )
     label = f"{name}: {values[0]:.4g} -> {values[-1]:.4g} over {len(values)} points"
-    return (f"<figure><svg width='{width}' height='{height}' role='img' aria-label='{html.escape(label)}'>"
-            f"<polyline fill='none' stroke='#4c72b0' stroke-width='2' points='{points}'/></svg>"
-            f"<figcaption>{html.escape(label)}</figcaption></figure>")
+    return (
+        f"<figure><svg width='{width}' height='{height}' role='img' aria-label='{html.escape(label)}'>"
+        f"<polyline fill='none' stroke='#4c72b0' stroke-width='2' points='{points}'/></svg>"
+        f"<figcaption>{html.escape(label)}</figcaption></figure>"
+    )
 
 
 def training_log(job_name: str, conn_id: str) -> tuple[list[str], dict[str, str]]:
@@ -46,8 +50,12 @@ def training_log(job_name: str, conn_id: str) -> tuple[list[str], dict[str, str]
     job = hook.describe_training_job(job_name)
     definitions = {d["Name"]: d["Regex"] for d in job.get("AlgorithmSpecification", {}).get("MetricDefinitions", [])}
     logs = hook.logs_hook.get_conn()
-    streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix=f"{job_name}/algo-1-")
+    streams = logs.describe_log_streams(
+        logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix=f"{job_name}/algo-1-"
+    )
     lines: list[str] = []
     for stream in streams.get("logStreams", [])[:1]:
-        lines = [e["message"] for e in hook.logs_hook.get_log_events("/aws/sagemaker/TrainingJobs", stream["logStreamName"])]
+        lines = [
+            e["message"] for e in hook.logs_hook.get_log_events("/aws/sagemaker/TrainingJobs", stream["logStreamName"])
+        ]
     return lines, definitions

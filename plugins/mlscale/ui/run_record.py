@@ -11,8 +11,12 @@ STAGE_OPERATORS: dict[str, tuple[str, ...]] = {
     "quality": ("DataQualityOperator",),
     "processing": ("SageMakerProcessingScriptOperator", "ProcessingJobSensor"),
     "fsx": ("FSxLustreStageOperator",),
-    "training": ("SageMakerScriptTrainingOperator", "TrainingJobSensor", "BatchMultiNodeTrainingOperator",
-                 "BatchJobSensor"),
+    "training": (
+        "SageMakerScriptTrainingOperator",
+        "TrainingJobSensor",
+        "BatchMultiNodeTrainingOperator",
+        "BatchJobSensor",
+    ),
     "diagnosis": ("TrainingDiagnosisOperator",),
     "evaluation": ("SageMakerBatchEvaluationOperator",),
     "compilation": ("SageMakerNeoCompilationOperator", "CompilationJobSensor"),
@@ -90,9 +94,13 @@ def load_run(dag_id: str, run_id: str) -> RunRecord | None:
         if run is None:
             return None
         instances = session.query(TaskInstance).filter(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run_id)
-        tasks = sorted((TaskRow(t.task_id, str(t.state) if t.state else None, t.start_date, t.end_date, t.operator)
-                        for t in instances),
-                       key=lambda t: (t.start is None, t.start.timestamp() if t.start else 0.0, t.task_id))  # fmt: skip
+        tasks = sorted(
+            (
+                TaskRow(t.task_id, str(t.state) if t.state else None, t.start_date, t.end_date, t.operator)
+                for t in instances
+            ),
+            key=lambda t: (t.start is None, t.start.timestamp() if t.start else 0.0, t.task_id),
+        )
         rows = session.query(XComModel).filter(XComModel.dag_id == dag_id, XComModel.run_id == run_id).all()
         xcoms = {r.task_id: XComModel.deserialize_value(r) for r in rows if r.key == "return_value"}
         extra = {f"{r.task_id}.{r.key}": XComModel.deserialize_value(r) for r in rows if r.key != "return_value"}

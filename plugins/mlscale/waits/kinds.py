@@ -60,8 +60,13 @@ class ResourceKind:
     def event(self, resource_id: str, description: dict) -> dict[str, Any]:
         """The trigger's event for a settled resource (also what an operator's own wait returns)."""
         status = self.status(description)
-        return {"status": "success" if status in self.succeeded else "failed", "kind": self.name,
-                "resource_id": resource_id, "state": status, "reason": self.reason(description)}  # fmt: skip
+        return {
+            "status": "success" if status in self.succeeded else "failed",
+            "kind": self.name,
+            "resource_id": resource_id,
+            "state": status,
+            "reason": self.reason(description),
+        }
 
 
 def failure_message(event: dict[str, Any]) -> str:
@@ -89,8 +94,9 @@ def _sagemaker_job(name: str, prefix: str, summary: Callable[[dict], dict]) -> R
         """The jobs modified after `since`, 100 a page (the API's largest), and the service's time."""
         summaries, first, calls, token = [], None, 0, None
         while True:
-            page = getattr(client, f"list_{name}_jobs")(LastModifiedTimeAfter=since, MaxResults=100,
-                                                        **({"NextToken": token} if token else {}))  # fmt: skip
+            page = getattr(client, f"list_{name}_jobs")(
+                LastModifiedTimeAfter=since, MaxResults=100, **({"NextToken": token} if token else {})
+            )
             calls += 1
             first = first or service_time(page)
             summaries += page[f"{prefix}JobSummaries"]
@@ -99,48 +105,73 @@ def _sagemaker_job(name: str, prefix: str, summary: Callable[[dict], dict]) -> R
                 return summaries, first, calls
 
     return ResourceKind(
-        name=name, noun=f"{name} job", service="sagemaker", list_changed=list_changed,
+        name=name,
+        noun=f"{name} job",
+        service="sagemaker",
+        list_changed=list_changed,
         describe=lambda client, job: getattr(client, f"describe_{name}_job")(**{name_key: job}),
-        status=status, succeeded=("Completed",), failed=("Failed", "Stopped"),
+        status=status,
+        succeeded=("Completed",),
+        failed=("Failed", "Stopped"),
         stop=lambda client, job: getattr(client, f"stop_{name}_job")(**{name_key: job}),
-        log_group=f"/aws/sagemaker/{prefix}Jobs", name_key=name_key, status_key=status_key, summary=summary,
-    )  # fmt: skip
+        log_group=f"/aws/sagemaker/{prefix}Jobs",
+        name_key=name_key,
+        status_key=status_key,
+        summary=summary,
+    )
 
 
 def training_summary(d: dict) -> dict[str, Any]:
     return {
-        "job_name": d["TrainingJobName"], "job_arn": d["TrainingJobArn"], "status": d["TrainingJobStatus"],
-        "instance_count": d["ResourceConfig"]["InstanceCount"], "instance_type": d["ResourceConfig"]["InstanceType"],
+        "job_name": d["TrainingJobName"],
+        "job_arn": d["TrainingJobArn"],
+        "status": d["TrainingJobStatus"],
+        "instance_count": d["ResourceConfig"]["InstanceCount"],
+        "instance_type": d["ResourceConfig"]["InstanceType"],
         "model_artifact": d.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
         "final_metrics": {m["MetricName"]: m["Value"] for m in d.get("FinalMetricDataList", [])},
-        "billable_seconds": d.get("BillableTimeInSeconds"), "training_seconds": d.get("TrainingTimeInSeconds"),
-    }  # fmt: skip
+        "billable_seconds": d.get("BillableTimeInSeconds"),
+        "training_seconds": d.get("TrainingTimeInSeconds"),
+    }
 
 
 def processing_summary(d: dict) -> dict[str, Any]:
     """Also each output as `<name>_uri`: a DAG passes `shard.output["shards_uri"]` on (an XComArg's [] is a key)."""
-    outputs = {o["OutputName"]: o["S3Output"]["S3Uri"] for o in (d.get("ProcessingOutputConfig") or {}).get(
-        "Outputs", []) if "S3Output" in o}  # fmt: skip
-    return {"job_name": d["ProcessingJobName"], "job_arn": d.get("ProcessingJobArn"),
-            "status": d["ProcessingJobStatus"], "outputs": outputs,
-            **{f"{name}_uri": uri for name, uri in outputs.items()}, "exit_message": d.get("ExitMessage")}  # fmt: skip
+    outputs = {
+        o["OutputName"]: o["S3Output"]["S3Uri"]
+        for o in (d.get("ProcessingOutputConfig") or {}).get("Outputs", [])
+        if "S3Output" in o
+    }
+    return {
+        "job_name": d["ProcessingJobName"],
+        "job_arn": d.get("ProcessingJobArn"),
+        "status": d["ProcessingJobStatus"],
+        "outputs": outputs,
+        **{f"{name}_uri": uri for name, uri in outputs.items()},
+        "exit_message": d.get("ExitMessage"),
+    }
 
 
 def transform_summary(d: dict) -> dict[str, Any]:
-    return {"job_name": d["TransformJobName"], "status": d["TransformJobStatus"],
-            "output_path": (d.get("TransformOutput") or {}).get("S3OutputPath"), "model_name": d.get("ModelName")}  # fmt: skip
+    return {
+        "job_name": d["TransformJobName"],
+        "status": d["TransformJobStatus"],
+        "output_path": (d.get("TransformOutput") or {}).get("S3OutputPath"),
+        "model_name": d.get("ModelName"),
+    }
 
 
 def compilation_summary(d: dict) -> dict[str, Any]:
     output = d.get("OutputConfig", {})
     start, end = d.get("CompilationStartTime"), d.get("CompilationEndTime")
     return {
-        "job_name": d["CompilationJobName"], "status": d["CompilationJobStatus"],
+        "job_name": d["CompilationJobName"],
+        "status": d["CompilationJobStatus"],
         "compiled_artifact": d.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
         "target": output.get("TargetDevice") or output.get("TargetPlatform"),
         "input_shapes": d.get("InputConfig", {}).get("DataInputConfig"),
         "seconds": (end - start).total_seconds() if start and end and not isinstance(start, str) else None,
-    }  # fmt: skip
+    }
 
 
 TRAINING = _sagemaker_job("training", "Training", training_summary)
@@ -153,15 +184,24 @@ COMPILATION = _sagemaker_job("compilation", "Compilation", compilation_summary)
 # Creating, Updating, SystemUpdating, RollingBack and Deleting are not ends: an update that rolls back
 # ends InService (on the old config) or Failed, as the provider's SageMakerHook counts them.
 ENDPOINT = ResourceKind(
-    name="endpoint", noun="endpoint", service="sagemaker",
+    name="endpoint",
+    noun="endpoint",
+    service="sagemaker",
     describe=lambda client, name: client.describe_endpoint(EndpointName=name),
-    status=lambda d: d["EndpointStatus"], succeeded=("InService",), failed=("Failed", "OutOfService"),
+    status=lambda d: d["EndpointStatus"],
+    succeeded=("InService",),
+    failed=("Failed", "OutOfService"),
     # An endpoint still Creating bills: killing its stage deletes it. SageMaker has no call to cancel an update.
     stop=lambda client, name: client.delete_endpoint(EndpointName=name),
-    name_key="EndpointName", status_key="EndpointStatus",
-    summary=lambda d: {"endpoint_name": d["EndpointName"], "status": d["EndpointStatus"],
-                       "endpoint_config": d.get("EndpointConfigName"), "failure_reason": d.get("FailureReason")},
-)  # fmt: skip
+    name_key="EndpointName",
+    status_key="EndpointStatus",
+    summary=lambda d: {
+        "endpoint_name": d["EndpointName"],
+        "status": d["EndpointStatus"],
+        "endpoint_config": d.get("EndpointConfigName"),
+        "failure_reason": d.get("FailureReason"),
+    },
+)
 
 # -- FSx for Lustre --------------------------------------------------------------------------------------------
 
@@ -190,51 +230,100 @@ def _by_ids(call: str, ids_key: str, items_key: str, id_key: str, not_found: str
 
 
 FSX_FILE_SYSTEM = ResourceKind(
-    name="fsx_file_system", noun="FSx file system", service="fsx",
+    name="fsx_file_system",
+    noun="FSx file system",
+    service="fsx",
     describe=lambda client, fs: client.describe_file_systems(FileSystemIds=[fs])["FileSystems"][0],
-    status=lambda d: d["Lifecycle"], succeeded=("AVAILABLE",),
-    failed=("FAILED", "MISCONFIGURED", "MISCONFIGURED_UNAVAILABLE"), reason=_fsx_reason,
+    status=lambda d: d["Lifecycle"],
+    succeeded=("AVAILABLE",),
+    failed=("FAILED", "MISCONFIGURED", "MISCONFIGURED_UNAVAILABLE"),
+    reason=_fsx_reason,
     stop=lambda client, fs: client.delete_file_system(FileSystemId=fs),  # a file system bills while it exists
-    not_found_codes=("FileSystemNotFound",), name_key="FileSystemId", status_key="Lifecycle", batch_size=50,
-    describe_many=_by_ids("describe_file_systems", "FileSystemIds", "FileSystems", "FileSystemId", "FileSystemNotFound"),
-    summary=lambda d: {"file_system_id": d["FileSystemId"], "lifecycle": d["Lifecycle"],
-                       "mount_name": (d.get("LustreConfiguration") or {}).get("MountName"),
-                       "dns_name": d.get("DNSName")},
-)  # fmt: skip
+    not_found_codes=("FileSystemNotFound",),
+    name_key="FileSystemId",
+    status_key="Lifecycle",
+    batch_size=50,
+    describe_many=_by_ids(
+        "describe_file_systems", "FileSystemIds", "FileSystems", "FileSystemId", "FileSystemNotFound"
+    ),
+    summary=lambda d: {
+        "file_system_id": d["FileSystemId"],
+        "lifecycle": d["Lifecycle"],
+        "mount_name": (d.get("LustreConfiguration") or {}).get("MountName"),
+        "dns_name": d.get("DNSName"),
+    },
+)
 FSX_ASSOCIATION = ResourceKind(
-    name="fsx_association", noun="FSx data repository association", service="fsx",
+    name="fsx_association",
+    noun="FSx data repository association",
+    service="fsx",
     describe=lambda client, a: client.describe_data_repository_associations(AssociationIds=[a])["Associations"][0],
-    status=lambda d: d["Lifecycle"], succeeded=("AVAILABLE",), failed=("FAILED", "MISCONFIGURED"),
-    reason=_fsx_reason, not_found_codes=("DataRepositoryAssociationNotFound",), batch_size=50,
-    describe_many=_by_ids("describe_data_repository_associations", "AssociationIds", "Associations", "AssociationId",
-                          "DataRepositoryAssociationNotFound"),
-    summary=lambda d: {"association_id": d["AssociationId"], "lifecycle": d["Lifecycle"],
-                       "file_system_path": d.get("FileSystemPath"), "data_repository_path": d.get("DataRepositoryPath")},
-)  # fmt: skip
+    status=lambda d: d["Lifecycle"],
+    succeeded=("AVAILABLE",),
+    failed=("FAILED", "MISCONFIGURED"),
+    reason=_fsx_reason,
+    not_found_codes=("DataRepositoryAssociationNotFound",),
+    batch_size=50,
+    describe_many=_by_ids(
+        "describe_data_repository_associations",
+        "AssociationIds",
+        "Associations",
+        "AssociationId",
+        "DataRepositoryAssociationNotFound",
+    ),
+    summary=lambda d: {
+        "association_id": d["AssociationId"],
+        "lifecycle": d["Lifecycle"],
+        "file_system_path": d.get("FileSystemPath"),
+        "data_repository_path": d.get("DataRepositoryPath"),
+    },
+)
 FSX_TASK = ResourceKind(
-    name="fsx_task", noun="FSx data repository task", service="fsx",
+    name="fsx_task",
+    noun="FSx data repository task",
+    service="fsx",
     describe=lambda client, t: client.describe_data_repository_tasks(TaskIds=[t])["DataRepositoryTasks"][0],
-    status=lambda d: d["Lifecycle"], succeeded=("SUCCEEDED",), failed=("FAILED", "CANCELED"), reason=_fsx_reason,
+    status=lambda d: d["Lifecycle"],
+    succeeded=("SUCCEEDED",),
+    failed=("FAILED", "CANCELED"),
+    reason=_fsx_reason,
     stop=lambda client, t: client.cancel_data_repository_task(TaskId=t),
-    not_found_codes=("DataRepositoryTaskNotFound",), name_key="TaskId", status_key="Lifecycle", batch_size=50,
-    describe_many=_by_ids("describe_data_repository_tasks", "TaskIds", "DataRepositoryTasks", "TaskId",
-                          "DataRepositoryTaskNotFound"),
-    summary=lambda d: {"task_id": d["TaskId"], "lifecycle": d["Lifecycle"], "type": d.get("Type"),
-                       "files": (d.get("Status") or {}).get("SucceededCount", 0)},
-)  # fmt: skip
+    not_found_codes=("DataRepositoryTaskNotFound",),
+    name_key="TaskId",
+    status_key="Lifecycle",
+    batch_size=50,
+    describe_many=_by_ids(
+        "describe_data_repository_tasks", "TaskIds", "DataRepositoryTasks", "TaskId", "DataRepositoryTaskNotFound"
+    ),
+    summary=lambda d: {
+        "task_id": d["TaskId"],
+        "lifecycle": d["Lifecycle"],
+        "type": d.get("Type"),
+        "files": (d.get("Status") or {}).get("SucceededCount", 0),
+    },
+)
 
 # -- Greengrass v2 ---------------------------------------------------------------------------------------------
 
 GREENGRASS_DEPLOYMENT = ResourceKind(
-    name="greengrass_deployment", noun="Greengrass deployment", service="greengrassv2",
+    name="greengrass_deployment",
+    noun="Greengrass deployment",
+    service="greengrassv2",
     describe=lambda client, d: client.get_deployment(deploymentId=d),
     # ACTIVE until every target device has run it; CANCELED when the abort criteria trip or it is canceled
-    status=lambda d: d["deploymentStatus"], succeeded=("COMPLETED",), failed=("CANCELED", "FAILED", "INACTIVE"),
-    reason=lambda d: None, stop=lambda client, d: client.cancel_deployment(deploymentId=d),
-    name_key="deploymentId", status_key="deploymentStatus",
-    summary=lambda d: {"deployment_id": d["deploymentId"], "status": d["deploymentStatus"],
-                       "target_arn": d.get("targetArn")},
-)  # fmt: skip
+    status=lambda d: d["deploymentStatus"],
+    succeeded=("COMPLETED",),
+    failed=("CANCELED", "FAILED", "INACTIVE"),
+    reason=lambda d: None,
+    stop=lambda client, d: client.cancel_deployment(deploymentId=d),
+    name_key="deploymentId",
+    status_key="deploymentStatus",
+    summary=lambda d: {
+        "deployment_id": d["deploymentId"],
+        "status": d["deploymentStatus"],
+        "target_arn": d.get("targetArn"),
+    },
+)
 
 
 def device_deployment_id(thing_name: str, deployment_id: str) -> str:
@@ -254,15 +343,26 @@ def _describe_device_deployment(client: Client, resource_id: str) -> dict:
 
 
 GREENGRASS_DEVICE = ResourceKind(
-    name="greengrass_device", noun="Greengrass deployment on core device", service="greengrassv2",
-    describe=_describe_device_deployment, status=lambda d: d["coreDeviceExecutionStatus"],
-    succeeded=("SUCCEEDED", "COMPLETED"), failed=("FAILED", "CANCELED", "TIMED_OUT", "REJECTED"),
-    reason=lambda d: d.get("reason") or None, name_key="coreDeviceThingName", status_key="coreDeviceExecutionStatus",
-    summary=lambda d: {"thing_name": d["coreDeviceThingName"], "deployment_id": d["deploymentId"],
-                       "status": d["coreDeviceExecutionStatus"], "reason": d.get("reason", "")},
-)  # fmt: skip
+    name="greengrass_device",
+    noun="Greengrass deployment on core device",
+    service="greengrassv2",
+    describe=_describe_device_deployment,
+    status=lambda d: d["coreDeviceExecutionStatus"],
+    succeeded=("SUCCEEDED", "COMPLETED"),
+    failed=("FAILED", "CANCELED", "TIMED_OUT", "REJECTED"),
+    reason=lambda d: d.get("reason") or None,
+    name_key="coreDeviceThingName",
+    status_key="coreDeviceExecutionStatus",
+    summary=lambda d: {
+        "thing_name": d["coreDeviceThingName"],
+        "deployment_id": d["deploymentId"],
+        "status": d["coreDeviceExecutionStatus"],
+        "reason": d.get("reason", ""),
+    },
+)
 
 # -- Athena ----------------------------------------------------------------------------------------------------
+
 
 def _get_queries(client: Client, ids: list[str]) -> dict[str, dict | None]:
     """BatchGetQueryExecution (up to 50 ids); an id it could not answer is asked alone, whose error code
@@ -275,16 +375,25 @@ def _get_queries(client: Client, ids: list[str]) -> dict[str, dict | None]:
 
 
 ATHENA_QUERY = ResourceKind(
-    name="athena_query", noun="Athena query", service="athena",
+    name="athena_query",
+    noun="Athena query",
+    service="athena",
     describe=lambda client, q: client.get_query_execution(QueryExecutionId=q)["QueryExecution"],
-    status=lambda d: d["Status"]["State"], succeeded=("SUCCEEDED",), failed=("FAILED", "CANCELLED"),
+    status=lambda d: d["Status"]["State"],
+    succeeded=("SUCCEEDED",),
+    failed=("FAILED", "CANCELLED"),
     reason=lambda d: d["Status"].get("StateChangeReason") or (d["Status"].get("AthenaError") or {}).get("ErrorMessage"),
     stop=lambda client, q: client.stop_query_execution(QueryExecutionId=q),
-    not_found_codes=("InvalidRequestException",), name_key="QueryExecutionId", describe_many=_get_queries,
+    not_found_codes=("InvalidRequestException",),
+    name_key="QueryExecutionId",
+    describe_many=_get_queries,
     batch_size=50,
-    summary=lambda d: {"query_execution_id": d["QueryExecutionId"], "state": d["Status"]["State"],
-                       "output_location": (d.get("ResultConfiguration") or {}).get("OutputLocation")},
-)  # fmt: skip
+    summary=lambda d: {
+        "query_execution_id": d["QueryExecutionId"],
+        "state": d["Status"]["State"],
+        "output_location": (d.get("ResultConfiguration") or {}).get("OutputLocation"),
+    },
+)
 
 # -- AWS Batch -------------------------------------------------------------------------------------------------
 
@@ -309,23 +418,58 @@ def _batch_reason(d: dict) -> str | None:
 
 def batch_summary(d: dict) -> dict[str, Any]:
     nodes = d.get("nodeProperties") or {}
-    containers = [r.get("container") or {} for r in nodes.get("nodeRangeProperties") or []] or [d.get("container") or {}]
+    containers = [r.get("container") or {} for r in nodes.get("nodeRangeProperties") or []] or [
+        d.get("container") or {}
+    ]
     environment = {e["name"]: e["value"] for e in containers[0].get("environment") or []}
-    return {"job_id": d["jobId"], "job_name": d["jobName"], "status": d["status"],
-            "node_count": nodes.get("numNodes", 1), "main_node_index": nodes.get("mainNode", 0),
-            "job_queue": d.get("jobQueue"), "job_definition": d.get("jobDefinition"),
-            "attempts": len(d.get("attempts") or []), "model_artifact": environment.get("MLSCALE_MODEL_URI"),
-            "seconds": (d["stoppedAt"] - d["startedAt"]) / 1000 if d.get("stoppedAt") and d.get("startedAt") else None}  # fmt: skip
+    return {
+        "job_id": d["jobId"],
+        "job_name": d["jobName"],
+        "status": d["status"],
+        "node_count": nodes.get("numNodes", 1),
+        "main_node_index": nodes.get("mainNode", 0),
+        "job_queue": d.get("jobQueue"),
+        "job_definition": d.get("jobDefinition"),
+        "attempts": len(d.get("attempts") or []),
+        "model_artifact": environment.get("MLSCALE_MODEL_URI"),
+        "seconds": (d["stoppedAt"] - d["startedAt"]) / 1000 if d.get("stoppedAt") and d.get("startedAt") else None,
+    }
 
 
 BATCH_JOB = ResourceKind(
-    name="batch_job", noun="Batch job", service="batch", describe=_describe_batch_job,
-    describe_many=_describe_batch_jobs, batch_size=100,
-    status=lambda d: d["status"], succeeded=("SUCCEEDED",), failed=("FAILED",), reason=_batch_reason,
-    stop=lambda client, job_id: client.terminate_job(jobId=job_id, reason="Terminated by mlscale: its Airflow task was killed"),
-    log_tail=BatchLogTail, name_key="jobName", status_key="status", summary=batch_summary,
-)  # fmt: skip
+    name="batch_job",
+    noun="Batch job",
+    service="batch",
+    describe=_describe_batch_job,
+    describe_many=_describe_batch_jobs,
+    batch_size=100,
+    status=lambda d: d["status"],
+    succeeded=("SUCCEEDED",),
+    failed=("FAILED",),
+    reason=_batch_reason,
+    stop=lambda client, job_id: client.terminate_job(
+        jobId=job_id, reason="Terminated by mlscale: its Airflow task was killed"
+    ),
+    log_tail=BatchLogTail,
+    name_key="jobName",
+    status_key="status",
+    summary=batch_summary,
+)
 
-KINDS: dict[str, ResourceKind] = {kind.name: kind for kind in (
-    TRAINING, PROCESSING, TRANSFORM, COMPILATION, ENDPOINT, FSX_FILE_SYSTEM, FSX_ASSOCIATION, FSX_TASK,
-    GREENGRASS_DEPLOYMENT, GREENGRASS_DEVICE, ATHENA_QUERY, BATCH_JOB)}  # fmt: skip
+KINDS: dict[str, ResourceKind] = {
+    kind.name: kind
+    for kind in (
+        TRAINING,
+        PROCESSING,
+        TRANSFORM,
+        COMPILATION,
+        ENDPOINT,
+        FSX_FILE_SYSTEM,
+        FSX_ASSOCIATION,
+        FSX_TASK,
+        GREENGRASS_DEPLOYMENT,
+        GREENGRASS_DEVICE,
+        ATHENA_QUERY,
+        BATCH_JOB,
+    )
+}

@@ -28,7 +28,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -91,10 +91,16 @@ class Poller:
         if isinstance(answer, ClientError):  # the service's own not-found error, raised afresh for each wait
             raise ClientError(answer.response, answer.operation_name)
         if answer is None:
-            raise ClientError({"Error": {"Code": self.kind.not_found_codes[0],
-                                         "Message": f"{self.kind.noun} {resource_id} does not exist: its "
-                                                    f"service's batch read did not return it"}},
-                              f"describe {self.kind.noun}")  # fmt: skip
+            raise ClientError(
+                {
+                    "Error": {
+                        "Code": self.kind.not_found_codes[0],
+                        "Message": f"{self.kind.noun} {resource_id} does not exist: its "
+                        f"service's batch read did not return it",
+                    }
+                },
+                f"describe {self.kind.noun}",
+            )
         return answer
 
     def forget(self, resource_id: str) -> None:
@@ -161,9 +167,9 @@ class Poller:
         first look, one Describe."""
         if full:
             since = self._since
-            if since is None or datetime.now(timezone.utc) - since > timedelta(seconds=LOOKBACK_SECONDS):
+            if since is None or datetime.now(UTC) - since > timedelta(seconds=LOOKBACK_SECONDS):
                 # first, or after an idle spell: look back, and trust nothing older than the look
-                since = datetime.now(timezone.utc) - timedelta(seconds=LOOKBACK_SECONDS)
+                since = datetime.now(UTC) - timedelta(seconds=LOOKBACK_SECONDS)
                 self._seen.clear()
                 previous = {}
             summaries, service_time, calls = self.kind.list_changed(self.client, since)
@@ -172,12 +178,14 @@ class Poller:
             if len(self._seen) > SEEN_MAX:  # keep the wanted: a job dropped here is described if a wait comes
                 wanted = set(ids)
                 self._seen = {name: summary for name, summary in self._seen.items() if name in wanted}
-            self._since = (service_time or datetime.now(timezone.utc)) - timedelta(seconds=SKEW_SECONDS)
+            self._since = (service_time or datetime.now(UTC)) - timedelta(seconds=SKEW_SECONDS)
         answers: dict[str, dict | ClientError] = {}
         for resource_id in ids:
             old = previous.get(resource_id)
             if resource_id in self._seen:  # a summary has no transitions list: drop an older Describe's
-                kept = {k: v for k, v in old.items() if k != "SecondaryStatusTransitions"} if isinstance(old, dict) else {}
+                kept = (
+                    {k: v for k, v in old.items() if k != "SecondaryStatusTransitions"} if isinstance(old, dict) else {}
+                )
                 answers[resource_id] = {**kept, **self._seen[resource_id]}
             elif isinstance(old, dict):
                 answers[resource_id] = old

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from mlscale.metric_regex import MetricRegexError, compile_metric
 
@@ -61,12 +61,19 @@ class ProgressReporter:
         parts = [f"{description.get(self.name_key, '')}: {status}"]
         if self.epoch is not None:
             total = (description.get("HyperParameters") or {}).get("epochs", "").strip('"')
-            parts.append(f"epoch {self.epoch}/{total} ({100 * self.epoch // int(total)}%)" if total.isdigit() and
-                         int(total) > 0 else f"epoch {self.epoch}")  # fmt: skip
+            parts.append(
+                f"epoch {self.epoch}/{total} ({100 * self.epoch // int(total)}%)"
+                if total.isdigit() and int(total) > 0
+                else f"epoch {self.epoch}"
+            )
         if self.metrics:
             parts.append(" ".join(f"{name}={value:.4f}" for name, value in sorted(self.metrics.items())))
-        started = description.get("TrainingStartTime") or description.get("ProcessingStartTime") or description.get(
-            "TransformStartTime") or description.get("CreationTime")  # fmt: skip
+        started = (
+            description.get("TrainingStartTime")
+            or description.get("ProcessingStartTime")
+            or description.get("TransformStartTime")
+            or description.get("CreationTime")
+        )
         if isinstance(started, datetime):
-            parts.append(f"{_elapsed((datetime.now(timezone.utc) - started).total_seconds())} elapsed")
+            parts.append(f"{_elapsed((datetime.now(UTC) - started).total_seconds())} elapsed")
         return "progress: " + ", ".join(parts)

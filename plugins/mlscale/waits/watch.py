@@ -31,8 +31,13 @@ def _hook_class(service: str) -> tuple[type, dict]:
     return AwsBaseHook, {"client_type": service}
 
 
-def hook_for(kind: ResourceKind, aws_conn_id: str | None, region_name: str | None = None,
-             verify: bool | str | None = None, botocore_config: dict | None = None):  # fmt: skip
+def hook_for(
+    kind: ResourceKind,
+    aws_conn_id: str | None,
+    region_name: str | None = None,
+    verify: bool | str | None = None,
+    botocore_config: dict | None = None,
+):
     """The provider's hook for the kind's service, made for this caller (a sensor's poke)."""
     hook_class, extra = _hook_class(kind.service)
     hook = hook_class(aws_conn_id=aws_conn_id, region_name=region_name, verify=verify, config=botocore_config, **extra)
@@ -40,8 +45,13 @@ def hook_for(kind: ResourceKind, aws_conn_id: str | None, region_name: str | Non
     return hook
 
 
-def shared_hook(kind: ResourceKind, aws_conn_id: str | None, region_name: str | None = None,
-                verify: bool | str | None = None, botocore_config: dict | None = None):  # fmt: skip
+def shared_hook(
+    kind: ResourceKind,
+    aws_conn_id: str | None,
+    region_name: str | None = None,
+    verify: bool | str | None = None,
+    botocore_config: dict | None = None,
+):
     """hook_for's hook, one per (service, connection, region, verify, config) in this process, its client made
     (the process's one hook cache, mlscale.hooks.clients; the connection read again every SHARED_HOOK_SECONDS).
 
@@ -52,8 +62,15 @@ def shared_hook(kind: ResourceKind, aws_conn_id: str | None, region_name: str | 
     from mlscale.hooks import clients
 
     hook_class, extra = _hook_class(kind.service)
-    hook = clients.shared_hook(hook_class, recheck_seconds=SHARED_HOOK_SECONDS, aws_conn_id=aws_conn_id,
-                               region_name=region_name, verify=verify, config=botocore_config, **extra)  # fmt: skip
+    hook = clients.shared_hook(
+        hook_class,
+        recheck_seconds=SHARED_HOOK_SECONDS,
+        aws_conn_id=aws_conn_id,
+        region_name=region_name,
+        verify=verify,
+        config=botocore_config,
+        **extra,
+    )
     hook.mlscale_params = (aws_conn_id, region_name, verify, botocore_config)
     hook.conn  # noqa: B018 - the client, made now, in the caller's thread
     return hook
@@ -67,9 +84,19 @@ def shared_logs_hook(hook: Any):
 
     params = getattr(hook, "mlscale_params", None)  # an operator's own hook has its connection's fields instead
     aws_conn_id, region_name, verify, botocore_config = params or (
-        hook.aws_conn_id, hook._region_name, hook._verify, hook._config)  # fmt: skip
-    return clients.shared_hook(AwsLogsHook, recheck_seconds=SHARED_HOOK_SECONDS, aws_conn_id=aws_conn_id,
-                               region_name=region_name, verify=verify, config=botocore_config)  # fmt: skip
+        hook.aws_conn_id,
+        hook._region_name,
+        hook._verify,
+        hook._config,
+    )
+    return clients.shared_hook(
+        AwsLogsHook,
+        recheck_seconds=SHARED_HOOK_SECONDS,
+        aws_conn_id=aws_conn_id,
+        region_name=region_name,
+        verify=verify,
+        config=botocore_config,
+    )
 
 
 def _key(service: str, aws_conn_id, region_name, verify, botocore_config) -> tuple:
@@ -84,9 +111,11 @@ def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -
     if transitions is not None:
         before = (previous or {}).get("SecondaryStatusTransitions")
         if previous is not None and before is None:  # the wait had a list summary: its status was said already
-            new = transitions[-1:] if transitions and transitions[-1]["Status"] != previous.get("SecondaryStatus") else []
+            new = (
+                transitions[-1:] if transitions and transitions[-1]["Status"] != previous.get("SecondaryStatus") else []
+            )
         else:
-            new = transitions[len(before or []):]
+            new = transitions[len(before or []) :]
         return [f"{name}: {t['Status']} - {t.get('StatusMessage', '')}" for t in new]
     secondary = description.get("SecondaryStatus")
     if secondary is not None:
@@ -99,8 +128,7 @@ def status_lines(kind: ResourceKind, description: dict, previous: dict | None) -
 
 def hook_key(hook: Any) -> tuple:
     """The connection, region, verify and config a hook of hook_for's (or an operator's) talks to AWS with."""
-    params = getattr(hook, "mlscale_params", None) or (hook.aws_conn_id, hook._region_name, hook._verify,
-                                                       hook._config)  # fmt: skip
+    params = getattr(hook, "mlscale_params", None) or (hook.aws_conn_id, hook._region_name, hook._verify, hook._config)
     return _key("", *params)
 
 
@@ -116,8 +144,15 @@ class ResourceWatch:
     and, for a failure, the reason, which is then described).
     """
 
-    def __init__(self, kind: ResourceKind, resource_id: str, hook: Any, log_since_ms: int | None = None,
-                 interval: float = 30.0, full: bool = False):  # fmt: skip
+    def __init__(
+        self,
+        kind: ResourceKind,
+        resource_id: str,
+        hook: Any,
+        log_since_ms: int | None = None,
+        interval: float = 30.0,
+        full: bool = False,
+    ):
         self.kind, self.resource_id, self.client = kind, resource_id, hook.conn
         self.interval, self.full = float(interval), full
         self.poller = poller_for(kind, hook_key(hook), self.client)
@@ -139,8 +174,11 @@ class ResourceWatch:
         """(the resource's description, the lines to log); blocking: a trigger runs it in a thread."""
         description, lines = self._retrying(lambda: self.poller.describe(self.resource_id, self.interval))
         settled = self.kind.settled(description)
-        if settled and (self.full or self.kind.reason(description) is None and
-                        self.kind.status(description) not in self.kind.succeeded):  # fmt: skip
+        if settled and (
+            self.full
+            or self.kind.reason(description) is None
+            and self.kind.status(description) not in self.kind.succeeded
+        ):
             description, said = self._retrying(lambda: self.kind.describe(self.client, self.resource_id))
             lines += said
         lines += status_lines(self.kind, description, self.previous)
@@ -171,8 +209,10 @@ class ResourceWatch:
                 if not errors.throttled(error):
                     raise
                 if not said:
-                    said.append(f"{self.kind.noun} {self.resource_id}: Describe throttled ({errors.code(error)}); "
-                                "backing off and asking again")  # fmt: skip
+                    said.append(
+                        f"{self.kind.noun} {self.resource_id}: Describe throttled ({errors.code(error)}); "
+                        "backing off and asking again"
+                    )
                 time.sleep(delay * random.uniform(0.5, 1.0))
                 delay = min(delay * 2, THROTTLED_BACKOFF_MAX)
 

@@ -35,8 +35,10 @@ def train(args):
         host_rank = args.hosts.index(args.current_host)
         os.environ["RANK"] = str(host_rank)
         dist.init_process_group(backend=args.backend, rank=host_rank, world_size=world_size)
-        logger.info(f"Initialized the distributed environment: '{args.backend}' backend on "
-                    f"{dist.get_world_size()} nodes. Current host rank is {dist.get_rank()}.")
+        logger.info(
+            f"Initialized the distributed environment: '{args.backend}' backend on "
+            f"{dist.get_world_size()} nodes. Current host rank is {dist.get_rank()}."
+        )
     torch.manual_seed(args.seed)
     with np.load(os.path.join(args.data_dir, "digits.npz")) as data:
         x = torch.tensor(data["images"], dtype=torch.float32).reshape(-1, 64) / 16.0
@@ -58,8 +60,14 @@ def train(args):
     if args.current_host == args.hosts[0]:
         torch.save(model.state_dict(), os.path.join(args.model_dir, "model.pth"))
         with open(os.path.join(args.model_dir, "seen.json"), "w") as f:
-            json.dump({"argv": sys.argv[1:], "sm": {k: v for k, v in os.environ.items() if k.startswith("SM_")},
-                       "cwd": os.getcwd()}, f)
+            json.dump(
+                {
+                    "argv": sys.argv[1:],
+                    "sm": {k: v for k, v in os.environ.items() if k.startswith("SM_")},
+                    "cwd": os.getcwd(),
+                },
+                f,
+            )
     if is_distributed:
         dist.barrier()
         dist.destroy_process_group()

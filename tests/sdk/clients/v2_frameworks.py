@@ -28,7 +28,7 @@ from sagemaker.xgboost import XGBoost
 ROLE = os.environ["SDK_TEST_ROLE"]
 WORK = tempfile.mkdtemp()
 SKLEARN_SCRIPT = (Path(__file__).parent / "code" / "sklearn_entry.py").read_text()  # shared with the v3 client
-PYTORCH_SCRIPT = '''
+PYTORCH_SCRIPT = """
 import argparse, os
 import numpy as np
 import torch
@@ -58,8 +58,8 @@ if __name__ == "__main__":
         optimizer.step()
     print(f"loss={loss.item():.4f}")
     torch.save(model.state_dict(), os.path.join(os.environ["SM_MODEL_DIR"], "model.pth"))
-'''
-XGBOOST_SCRIPT = '''
+"""
+XGBOOST_SCRIPT = """
 import argparse, os
 import numpy as np
 import xgboost as xgb
@@ -78,7 +78,7 @@ if __name__ == "__main__":
     booster = xgb.train({"objective": "binary:logistic", "max_depth": 2}, xgb.DMatrix(rows[:, 1:], label=rows[:, 0]),
                         num_boost_round=args.num_round)
     booster.save_model(os.path.join(os.environ["SM_MODEL_DIR"], "model.json"))
-'''
+"""
 
 
 def write(name, text):
@@ -124,37 +124,67 @@ def main():
 
     def transformed(estimator, name):
         """Batch Transform of the probe rows (CSV in, CSV out), the predictions as numbers."""
-        transformer = estimator.transformer(instance_count=1, instance_type="ml.m5.large", accept="text/csv",
-                                            output_path=f"s3://{bucket}/sdk-v2/transform-{name}")
+        transformer = estimator.transformer(
+            instance_count=1,
+            instance_type="ml.m5.large",
+            accept="text/csv",
+            output_path=f"s3://{bucket}/sdk-v2/transform-{name}",
+        )
         transformer.transform(probe_uri, content_type="text/csv", split_type="Line", wait=False)
         session.wait_for_transform_job(transformer.latest_transform_job.name, poll=1)
         out = session.read_s3_file(bucket, f"sdk-v2/transform-{name}/probe.csv.out")
-        return np.array([float(v) for v in out.replace("\n", ",").replace("[", "").replace("]", "").split(",")
-                         if v.strip()])
+        return np.array(
+            [float(v) for v in out.replace("\n", ",").replace("[", "").replace("]", "").split(",") if v.strip()]
+        )
 
     def scikit_learn():
-        sklearn = SKLearn(entry_point="entry.py", source_dir=write("sklearn", SKLEARN_SCRIPT), role=ROLE,
-                          framework_version="1.2-1", py_version="py3", instance_type="ml.m5.large",
-                          hyperparameters={"C": 10.0}, sagemaker_session=session, base_job_name="sdk-v2-sklearn")
+        sklearn = SKLearn(
+            entry_point="entry.py",
+            source_dir=write("sklearn", SKLEARN_SCRIPT),
+            role=ROLE,
+            framework_version="1.2-1",
+            py_version="py3",
+            instance_type="ml.m5.large",
+            hyperparameters={"C": 10.0},
+            sagemaker_session=session,
+            base_job_name="sdk-v2-sklearn",
+        )
         results["sklearn_status"] = fitted(sklearn, session, inputs)["TrainingJobStatus"]
         predicted = deployed_predictions(sklearn, session, probe)
         results["sklearn_endpoint_accuracy"] = float(np.mean(np.array(predicted) == truth))
         results["sklearn_transform_accuracy"] = float(np.mean(transformed(sklearn, "sklearn") == truth))
 
     def pytorch():
-        estimator = PyTorch(entry_point="entry.py", source_dir=write("pytorch", PYTORCH_SCRIPT), role=ROLE,
-                            framework_version="2.5", py_version="py311", instance_count=1, instance_type="ml.m5.large",
-                            hyperparameters={"epochs": 200}, sagemaker_session=session, base_job_name="sdk-v2-pytorch")
+        estimator = PyTorch(
+            entry_point="entry.py",
+            source_dir=write("pytorch", PYTORCH_SCRIPT),
+            role=ROLE,
+            framework_version="2.5",
+            py_version="py311",
+            instance_count=1,
+            instance_type="ml.m5.large",
+            hyperparameters={"epochs": 200},
+            sagemaker_session=session,
+            base_job_name="sdk-v2-pytorch",
+        )
         results["pytorch_status"] = fitted(estimator, session, inputs)["TrainingJobStatus"]
         scores = deployed_predictions(estimator, session, probe.astype("float32"))
         results["pytorch_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
         results["pytorch_transform_accuracy"] = float(np.mean((transformed(estimator, "pytorch") > 0.5) == truth))
 
     def xgboost():
-        estimator = XGBoost(entry_point="entry.py", source_dir=write("xgboost", XGBOOST_SCRIPT), role=ROLE,
-                            framework_version="1.7-1", py_version="py3", instance_count=1, instance_type="ml.m5.large",
-                            hyperparameters={"num_round": 20}, sagemaker_session=session,
-                            base_job_name="sdk-v2-xgboost")
+        estimator = XGBoost(
+            entry_point="entry.py",
+            source_dir=write("xgboost", XGBOOST_SCRIPT),
+            role=ROLE,
+            framework_version="1.7-1",
+            py_version="py3",
+            instance_count=1,
+            instance_type="ml.m5.large",
+            hyperparameters={"num_round": 20},
+            sagemaker_session=session,
+            base_job_name="sdk-v2-xgboost",
+        )
         results["xgboost_status"] = fitted(estimator, session, inputs)["TrainingJobStatus"]
         scores = deployed_predictions(estimator, session, probe, serializer=CSVSerializer())
         results["xgboost_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
@@ -162,16 +192,28 @@ def main():
 
     def builtin_xgboost():
         """The built-in XGBoost algorithm: its image, hyperparameters, CSV with the label first."""
-        estimator = Estimator(image_uri=image_uris.retrieve("xgboost", session.boto_region_name, "1.7-1"),
-                              role=ROLE, instance_count=1, instance_type="ml.m5.large", sagemaker_session=session,
-                              hyperparameters={"objective": "binary:logistic", "num_round": 20, "eval_metric": "auc"},
-                              base_job_name="sdk-v2-builtin")  # fmt: skip
-        job = fitted(estimator, session, {"train": TrainingInput(inputs["train"], content_type="text/csv"),
-                                          "validation": TrainingInput(inputs["train"], content_type="text/csv")})
+        estimator = Estimator(
+            image_uri=image_uris.retrieve("xgboost", session.boto_region_name, "1.7-1"),
+            role=ROLE,
+            instance_count=1,
+            instance_type="ml.m5.large",
+            sagemaker_session=session,
+            hyperparameters={"objective": "binary:logistic", "num_round": 20, "eval_metric": "auc"},
+            base_job_name="sdk-v2-builtin",
+        )
+        job = fitted(
+            estimator,
+            session,
+            {
+                "train": TrainingInput(inputs["train"], content_type="text/csv"),
+                "validation": TrainingInput(inputs["train"], content_type="text/csv"),
+            },
+        )
         results["builtin_status"] = job["TrainingJobStatus"]
         results["builtin_metrics"] = {m["MetricName"]: m["Value"] for m in job.get("FinalMetricDataList", [])}
-        scores = deployed_predictions(estimator, session, probe, serializer=CSVSerializer(),
-                                      deserializer=CSVDeserializer())  # fmt: skip
+        scores = deployed_predictions(
+            estimator, session, probe, serializer=CSVSerializer(), deserializer=CSVDeserializer()
+        )
         results["builtin_endpoint_accuracy"] = float(np.mean((np.array(scores) > 0.5) == truth))
 
     # four users at once: each flow waits mostly on the SDK's polls
@@ -182,12 +224,22 @@ def main():
     # sagemaker.workflow.airflow: the config the provider's SageMakerTrainingOperator takes (run by the test)
     from sagemaker.workflow.airflow import training_config
 
-    for_airflow = SKLearn(entry_point="entry.py", source_dir=write("sklearn", SKLEARN_SCRIPT), role=ROLE,
-                          framework_version="1.2-1", py_version="py3", instance_type="ml.m5.large",
-                          hyperparameters={"C": 0.5}, sagemaker_session=session)
+    for_airflow = SKLearn(
+        entry_point="entry.py",
+        source_dir=write("sklearn", SKLEARN_SCRIPT),
+        role=ROLE,
+        framework_version="1.2-1",
+        py_version="py3",
+        instance_type="ml.m5.large",
+        hyperparameters={"C": 0.5},
+        sagemaker_session=session,
+    )
     results["airflow_training_config"] = training_config(for_airflow, inputs, job_name="sdk-v2-airflow-config")
-    results["endpoints_left"] = [e["EndpointName"] for e in session.sagemaker_client.list_endpoints()["Endpoints"]
-                                 if e["EndpointName"].startswith("sdk-v2-")]
+    results["endpoints_left"] = [
+        e["EndpointName"]
+        for e in session.sagemaker_client.list_endpoints()["Endpoints"]
+        if e["EndpointName"].startswith("sdk-v2-")
+    ]
     print("SDK-RESULTS " + json.dumps(results), flush=True)
 
 

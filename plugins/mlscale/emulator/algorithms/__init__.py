@@ -16,19 +16,55 @@ ALGORITHMS_DIR = Path(__file__).resolve().parent
 # built-in algorithm -> the script that plays its container's training entry point
 RUNS = {"xgboost": ALGORITHMS_DIR / "xgboost_train.py"}
 # first-party algorithm repositories the emulator does not run
-NOT_RUN = frozenset({
-    "blazingtext", "factorization-machines", "forecasting-deepar", "image-classification", "ipinsights", "kmeans",
-    "knn", "lda", "linear-learner", "ntm", "object-detection", "object2vec", "pca", "randomcutforest",
-    "semantic-segmentation", "seq2seq"})  # fmt: skip
-WHAT_RUNS = ("the emulator runs the built-in XGBoost algorithm (sagemaker-xgboost images with no training "
-             "script) and training scripts in script mode with any framework image")  # fmt: skip
+NOT_RUN = frozenset(
+    {
+        "blazingtext",
+        "factorization-machines",
+        "forecasting-deepar",
+        "image-classification",
+        "ipinsights",
+        "kmeans",
+        "knn",
+        "lda",
+        "linear-learner",
+        "ntm",
+        "object-detection",
+        "object2vec",
+        "pca",
+        "randomcutforest",
+        "semantic-segmentation",
+        "seq2seq",
+    }
+)
+WHAT_RUNS = (
+    "the emulator runs the built-in XGBoost algorithm (sagemaker-xgboost images with no training "
+    "script) and training scripts in script mode with any framework image"
+)
 
 # The built-in XGBoost reports these per round ("[3]#011train-rmse:0.41#011validation-rmse:0.44", a tab as
 # CloudWatch shows it), and SageMaker defines them for every job of the algorithm
 # (https://docs.aws.amazon.com/sagemaker/latest/dg/xgboost-tuning.html).
-XGBOOST_METRICS = ("accuracy", "auc", "aucpr", "error", "f1", "gamma-deviance", "gamma-nloglik", "logloss", "mae",
-                   "map", "mape", "merror", "mlogloss", "mse", "ndcg", "poisson-nloglik", "rmse", "rmsle",
-                   "tweedie-nloglik")  # fmt: skip
+XGBOOST_METRICS = (
+    "accuracy",
+    "auc",
+    "aucpr",
+    "error",
+    "f1",
+    "gamma-deviance",
+    "gamma-nloglik",
+    "logloss",
+    "mae",
+    "map",
+    "mape",
+    "merror",
+    "mlogloss",
+    "mse",
+    "ndcg",
+    "poisson-nloglik",
+    "rmse",
+    "rmsle",
+    "tweedie-nloglik",
+)
 
 
 def repository(image: str) -> str:
@@ -57,5 +93,8 @@ def metric_definitions(algorithm: str) -> list[dict[str, str]]:
     if algorithm != "xgboost":
         return []
     number = r"([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)"
-    return [{"Name": f"{channel}:{metric}", "Regex": rf".*\[[0-9]+\].*#011{channel}-{metric}:{number}"}
-            for channel in ("train", "validation") for metric in XGBOOST_METRICS]  # fmt: skip
+    return [
+        {"Name": f"{channel}:{metric}", "Regex": rf".*\[[0-9]+\].*#011{channel}-{metric}:{number}"}
+        for channel in ("train", "validation")
+        for metric in XGBOOST_METRICS
+    ]

@@ -41,11 +41,15 @@ def _number(low=None, high=None, low_open=False, high_open=False, kind=float):
         except ValueError:
             raise UserError(f"Hyperparameter {name}: could not parse value") from None
         if (low is not None and (value < low or (low_open and value == low))) or (
-                high is not None and (value > high or (high_open and value == high))):
-            interval = f"{'(' if low_open else '['}{low if low is not None else '-inf'}, " \
-                       f"{high if high is not None else '+inf'}{')' if high_open else ']'}"
+            high is not None and (value > high or (high_open and value == high))
+        ):
+            interval = (
+                f"{'(' if low_open else '['}{low if low is not None else '-inf'}, "
+                f"{high if high is not None else '+inf'}{')' if high_open else ']'}"
+            )
             raise UserError(f"Hyperparameter {name}: {value} is not in {interval}")
         return value
+
     return parse
 
 
@@ -54,6 +58,7 @@ def _choice(*values):
         if raw not in values:
             raise UserError(f"Hyperparameter {name}: {raw} is not in {list(values)}")
         return raw
+
     return parse
 
 
@@ -61,41 +66,112 @@ def _text(name, raw):
     return raw
 
 
-OBJECTIVES = ("reg:squarederror", "reg:squaredlogerror", "reg:logistic", "reg:pseudohubererror", "reg:absoluteerror",
-              "reg:quantileerror", "reg:tweedie", "reg:gamma", "binary:logistic", "binary:logitraw", "binary:hinge",
-              "count:poisson", "survival:cox", "survival:aft", "multi:softmax", "multi:softprob", "rank:pairwise",
-              "rank:ndcg", "rank:map", "reg:linear")
-METRICS = ("rmse", "rmsle", "mae", "mape", "mphe", "logloss", "error", "merror", "mlogloss", "auc", "aucpr", "ndcg",
-           "map", "poisson-nloglik", "gamma-nloglik", "cox-nloglik", "gamma-deviance", "tweedie-nloglik",
-           "aft-nloglik", "interval-regression-accuracy")
+OBJECTIVES = (
+    "reg:squarederror",
+    "reg:squaredlogerror",
+    "reg:logistic",
+    "reg:pseudohubererror",
+    "reg:absoluteerror",
+    "reg:quantileerror",
+    "reg:tweedie",
+    "reg:gamma",
+    "binary:logistic",
+    "binary:logitraw",
+    "binary:hinge",
+    "count:poisson",
+    "survival:cox",
+    "survival:aft",
+    "multi:softmax",
+    "multi:softprob",
+    "rank:pairwise",
+    "rank:ndcg",
+    "rank:map",
+    "reg:linear",
+)
+METRICS = (
+    "rmse",
+    "rmsle",
+    "mae",
+    "mape",
+    "mphe",
+    "logloss",
+    "error",
+    "merror",
+    "mlogloss",
+    "auc",
+    "aucpr",
+    "ndcg",
+    "map",
+    "poisson-nloglik",
+    "gamma-nloglik",
+    "cox-nloglik",
+    "gamma-deviance",
+    "tweedie-nloglik",
+    "aft-nloglik",
+    "interval-regression-accuracy",
+)
 INTEGER, UNIT = dict(kind=int), dict(low=0, high=1)
 # https://docs.aws.amazon.com/sagemaker/latest/dg/xgboost_hyperparameters.html
 HYPERPARAMETERS = {
-    "num_round": _number(1, **INTEGER), "num_class": _number(2, **INTEGER), "alpha": _number(0),
-    "base_score": _number(), "booster": _choice("gbtree", "gblinear", "dart"),
-    "colsample_bylevel": _number(0, 1, low_open=True), "colsample_bynode": _number(0, 1, low_open=True),
-    "colsample_bytree": _number(0, 1, low_open=True), "csv_weights": _choice("0", "1"),
-    "deterministic_histogram": _choice("true", "false"), "early_stopping_rounds": _number(1, **INTEGER),
-    "eta": _number(**UNIT), "eval_metric": _text, "gamma": _number(0),
-    "grow_policy": _choice("depthwise", "lossguide"), "interaction_constraints": _text, "lambda": _number(0),
-    "lambda_bias": _number(**UNIT), "max_bin": _number(2, **INTEGER), "max_delta_step": _number(0),
-    "max_depth": _number(0, **INTEGER), "max_leaves": _number(0, **INTEGER), "min_child_weight": _number(0),
-    "monotone_constraints": _text, "normalize_type": _choice("tree", "forest"), "nthread": _number(1, **INTEGER),
-    "num_parallel_tree": _number(1, **INTEGER), "objective": _choice(*OBJECTIVES), "one_drop": _choice("0", "1"),
-    "process_type": _choice("default", "update"), "rate_drop": _number(**UNIT), "refresh_leaf": _choice("0", "1"),
-    "sample_type": _choice("uniform", "weighted"), "sampling_method": _choice("uniform", "gradient_based"),
-    "save_model_on_termination": _choice("true", "false"), "scale_pos_weight": _number(0, low_open=True),
-    "seed": _number(**INTEGER), "single_precision_histogram": _choice("true", "false"),
-    "sketch_eps": _number(0, 1, low_open=True, high_open=True), "skip_drop": _number(**UNIT),
-    "subsample": _number(0, 1, low_open=True), "tree_method": _choice("auto", "exact", "approx", "hist", "gpu_hist"),
-    "tweedie_variance_power": _number(1, 2, low_open=True, high_open=True), "updater": _text,
-    "verbosity": _number(0, 3, **INTEGER), "huber_slope": _number(), "max_cat_to_onehot": _number(1, **INTEGER),
-    "aft_loss_distribution": _choice("normal", "logistic", "extreme"), "aft_loss_distribution_scale": _number(0),
+    "num_round": _number(1, **INTEGER),
+    "num_class": _number(2, **INTEGER),
+    "alpha": _number(0),
+    "base_score": _number(),
+    "booster": _choice("gbtree", "gblinear", "dart"),
+    "colsample_bylevel": _number(0, 1, low_open=True),
+    "colsample_bynode": _number(0, 1, low_open=True),
+    "colsample_bytree": _number(0, 1, low_open=True),
+    "csv_weights": _choice("0", "1"),
+    "deterministic_histogram": _choice("true", "false"),
+    "early_stopping_rounds": _number(1, **INTEGER),
+    "eta": _number(**UNIT),
+    "eval_metric": _text,
+    "gamma": _number(0),
+    "grow_policy": _choice("depthwise", "lossguide"),
+    "interaction_constraints": _text,
+    "lambda": _number(0),
+    "lambda_bias": _number(**UNIT),
+    "max_bin": _number(2, **INTEGER),
+    "max_delta_step": _number(0),
+    "max_depth": _number(0, **INTEGER),
+    "max_leaves": _number(0, **INTEGER),
+    "min_child_weight": _number(0),
+    "monotone_constraints": _text,
+    "normalize_type": _choice("tree", "forest"),
+    "nthread": _number(1, **INTEGER),
+    "num_parallel_tree": _number(1, **INTEGER),
+    "objective": _choice(*OBJECTIVES),
+    "one_drop": _choice("0", "1"),
+    "process_type": _choice("default", "update"),
+    "rate_drop": _number(**UNIT),
+    "refresh_leaf": _choice("0", "1"),
+    "sample_type": _choice("uniform", "weighted"),
+    "sampling_method": _choice("uniform", "gradient_based"),
+    "save_model_on_termination": _choice("true", "false"),
+    "scale_pos_weight": _number(0, low_open=True),
+    "seed": _number(**INTEGER),
+    "single_precision_histogram": _choice("true", "false"),
+    "sketch_eps": _number(0, 1, low_open=True, high_open=True),
+    "skip_drop": _number(**UNIT),
+    "subsample": _number(0, 1, low_open=True),
+    "tree_method": _choice("auto", "exact", "approx", "hist", "gpu_hist"),
+    "tweedie_variance_power": _number(1, 2, low_open=True, high_open=True),
+    "updater": _text,
+    "verbosity": _number(0, 3, **INTEGER),
+    "huber_slope": _number(),
+    "max_cat_to_onehot": _number(1, **INTEGER),
+    "aft_loss_distribution": _choice("normal", "logistic", "extreme"),
+    "aft_loss_distribution_scale": _number(0),
     "_tuning_objective_metric": _text,
-}  # fmt: skip
+}
 # hyperparameters of the container's own, not XGBoost's
-CONTAINER_ONLY = ("num_round", "early_stopping_rounds", "csv_weights", "save_model_on_termination",
-                  "_tuning_objective_metric")  # fmt: skip
+CONTAINER_ONLY = (
+    "num_round",
+    "early_stopping_rounds",
+    "csv_weights",
+    "save_model_on_termination",
+    "_tuning_objective_metric",
+)
 
 
 def validated(raw: dict) -> dict:
@@ -131,14 +207,19 @@ def content_type(data_config: dict, channel: str) -> str:
         return "libsvm"
     if kind in ("csv", "text/csv"):
         return "csv"
-    raise UserError(f"Content type {given} is not supported on the emulator: use text/csv or text/libsvm "
-                    "(parquet and recordio-protobuf are not emulated)")  # fmt: skip
+    raise UserError(
+        f"Content type {given} is not supported on the emulator: use text/csv or text/libsvm "
+        "(parquet and recordio-protobuf are not emulated)"
+    )
 
 
 def data_files(channel: str) -> list:
     folder = os.path.join(BASE, "input", "data", channel)
-    files = sorted(p for p in glob.glob(os.path.join(folder, "**", "*"), recursive=True)
-                   if os.path.isfile(p) and not os.path.basename(p).startswith("."))  # fmt: skip
+    files = sorted(
+        p
+        for p in glob.glob(os.path.join(folder, "**", "*"), recursive=True)
+        if os.path.isfile(p) and not os.path.basename(p).startswith(".")
+    )
     return [p for p in files if os.path.getsize(p) > 0]
 
 
@@ -154,8 +235,9 @@ def load(channel: str, kind: str, csv_weights: bool):
         try:
             rows = np.vstack([np.loadtxt(p, delimiter=",", ndmin=2) for p in files])
         except ValueError as error:
-            raise UserError(f"Loading csv data failed with Exception, please ensure data is in csv format: "
-                            f"{error}") from None  # fmt: skip
+            raise UserError(
+                f"Loading csv data failed with Exception, please ensure data is in csv format: {error}"
+            ) from None
         first = 2 if csv_weights else 1
         return xgb.DMatrix(rows[:, first:], label=rows[:, 0], weight=rows[:, 1] if csv_weights else None)
     import scipy.sparse
@@ -164,11 +246,13 @@ def load(channel: str, kind: str, csv_weights: bool):
     try:
         parts = [load_svmlight_file(p, zero_based=True) for p in files]
     except ValueError as error:
-        raise UserError(f"Loading libsvm data failed with Exception, please ensure data is in libsvm format: "
-                        f"{error}") from None  # fmt: skip
+        raise UserError(
+            f"Loading libsvm data failed with Exception, please ensure data is in libsvm format: {error}"
+        ) from None
     width = max(x.shape[1] for x, _ in parts)
-    features = scipy.sparse.vstack([scipy.sparse.csr_matrix((x.data, x.indices, x.indptr), shape=(x.shape[0], width))
-                                    for x, _ in parts])  # fmt: skip
+    features = scipy.sparse.vstack(
+        [scipy.sparse.csr_matrix((x.data, x.indices, x.indptr), shape=(x.shape[0], width)) for x, _ in parts]
+    )
     return xgb.DMatrix(features, label=np.concatenate([y for _, y in parts]))
 
 
@@ -186,8 +270,11 @@ def callbacks(start: int, is_master: bool):
 
     class PrintRound(xgb.callback.TrainingCallback):
         def after_iteration(self, model, epoch, evals_log):
-            results = "".join(f"#011{data}-{metric}:{values[-1]:.5f}"
-                              for data, metrics in evals_log.items() for metric, values in metrics.items())
+            results = "".join(
+                f"#011{data}-{metric}:{values[-1]:.5f}"
+                for data, metrics in evals_log.items()
+                for metric, values in metrics.items()
+            )
             print(f"[{start + epoch}]{results}", flush=True)
             return False
 
@@ -210,8 +297,11 @@ def callbacks(start: int, is_master: bool):
 def _checkpoints():
     if not os.path.isdir(CHECKPOINTS):
         return []
-    return [(int(n.rsplit(".", 1)[1]), n) for n in os.listdir(CHECKPOINTS)
-            if n.startswith("xgboost-checkpoint.") and n.rsplit(".", 1)[1].isdigit()]  # fmt: skip
+    return [
+        (int(n.rsplit(".", 1)[1]), n)
+        for n in os.listdir(CHECKPOINTS)
+        if n.startswith("xgboost-checkpoint.") and n.rsplit(".", 1)[1].isdigit()
+    ]
 
 
 def train(values: dict, data_config: dict, hosts: list, current_host: str) -> None:
@@ -219,8 +309,9 @@ def train(values: dict, data_config: dict, hosts: list, current_host: str) -> No
 
     kind = content_type(data_config, "train")
     train_data = load("train", kind, values.get("csv_weights") == "1")
-    validation = load("validation", content_type(data_config, "validation"), False) \
-        if "validation" in data_config else None  # fmt: skip
+    validation = (
+        load("validation", content_type(data_config, "validation"), False) if "validation" in data_config else None
+    )
     if train_data is None:  # on any host: every instance trains on its share
         raise UserError(f"No data in training channel path {os.path.join(BASE, 'input', 'data', 'train')}")
     if "validation" in data_config and validation is None:
@@ -236,9 +327,16 @@ def train(values: dict, data_config: dict, hosts: list, current_host: str) -> No
     evals = [(train_data, "train")] + ([(validation, "validation")] if validation is not None else [])
     print(f"Train matrix has {train_data.num_row()} rows and {train_data.num_col()} columns", flush=True)
     try:
-        booster = xgb.train(params, train_data, num_boost_round=max(0, values["num_round"] - done), evals=evals,
-                            early_stopping_rounds=values.get("early_stopping_rounds") if validation else None,
-                            xgb_model=previous, callbacks=callbacks(done, is_master), verbose_eval=False)  # fmt: skip
+        booster = xgb.train(
+            params,
+            train_data,
+            num_boost_round=max(0, values["num_round"] - done),
+            evals=evals,
+            early_stopping_rounds=values.get("early_stopping_rounds") if validation else None,
+            xgb_model=previous,
+            callbacks=callbacks(done, is_master),
+            verbose_eval=False,
+        )
     except xgb.core.XGBoostError as error:
         raise AlgorithmFailure(f"XGB train call failed with exception:\n {error}") from None
     if is_master:
@@ -258,8 +356,13 @@ def distributed(hosts: list, current_host: str, run) -> None:
     if current_host == hosts[0]:
         tracker = RabitTracker(n_workers=len(hosts), host_ip="127.0.0.1", port=port, timeout=300)
         tracker.start()
-    args = {"dmlc_tracker_uri": "127.0.0.1", "dmlc_tracker_port": port, "dmlc_task_id": current_host,
-            "dmlc_retry": 30, "dmlc_timeout": 300}  # fmt: skip
+    args = {
+        "dmlc_tracker_uri": "127.0.0.1",
+        "dmlc_tracker_port": port,
+        "dmlc_task_id": current_host,
+        "dmlc_retry": 30,
+        "dmlc_timeout": 300,
+    }
     with xgb.collective.CommunicatorContext(**args):
         run()
     if tracker is not None:

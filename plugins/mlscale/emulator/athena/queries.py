@@ -16,8 +16,14 @@ PAGE_LIMIT = 1000
 
 
 def _start_query_execution(self, query: str, context, config, workgroup, execution_parameters) -> str:
-    execution_id = _moto_start(self, query=query, context=context, config=config, workgroup=workgroup,
-                               execution_parameters=execution_parameters)  # fmt: skip
+    execution_id = _moto_start(
+        self,
+        query=query,
+        context=context,
+        config=config,
+        workgroup=workgroup,
+        execution_parameters=execution_parameters,
+    )
     execution = self.executions[execution_id]
     execution._transitions = []  # moto's state manager must not move it: the run does
     execution.status = "QUEUED"
@@ -37,8 +43,11 @@ def _response_start_query_execution(self):
         tokens = backend.__dict__.setdefault("mlscale_tokens", {})  # kept with the backend: a restart keeps it
         if token and tokens.get(token) in backend.executions:
             if backend.executions[tokens[token]].query != self._get_param("QueryString"):
-                return self.error("The ClientRequestToken was used before with a different QueryString; a token "
-                                  "starts one query only", 400)  # fmt: skip
+                return self.error(
+                    "The ClientRequestToken was used before with a different QueryString; a token "
+                    "starts one query only",
+                    400,
+                )
             return json.dumps({"QueryExecutionId": tokens[token]})
         answer = _moto_response_start(self)
         if token and isinstance(answer, str):
@@ -64,8 +73,13 @@ def _response_batch_get_query_execution(self) -> str:
     for exec_id in self._get_param("QueryExecutionIds") or []:
         execution = self.athena_backend.executions.get(exec_id)
         if execution is None:
-            unprocessed.append({"QueryExecutionId": exec_id, "ErrorCode": "InvalidRequestException",
-                                "ErrorMessage": f"QueryExecution {exec_id} was not found"})  # fmt: skip
+            unprocessed.append(
+                {
+                    "QueryExecutionId": exec_id,
+                    "ErrorCode": "InvalidRequestException",
+                    "ErrorMessage": f"QueryExecution {exec_id} was not found",
+                }
+            )
         else:
             found.append(_query_execution(execution, exec_id))
     return json.dumps({"QueryExecutions": found, "UnprocessedQueryExecutionIds": unprocessed})
@@ -78,8 +92,12 @@ def _query_execution(execution, exec_id: str) -> dict:
         status["CompletionDateTime"] = execution.end_time
     if getattr(execution, "state_change_reason", None):
         status["StateChangeReason"] = execution.state_change_reason
-        status["AthenaError"] = {"ErrorCategory": 2, "ErrorType": 1006, "Retryable": False,
-                                 "ErrorMessage": execution.state_change_reason}  # fmt: skip
+        status["AthenaError"] = {
+            "ErrorCategory": 2,
+            "ErrorType": 1006,
+            "Retryable": False,
+            "ErrorMessage": execution.state_change_reason,
+        }
     return {
         "QueryExecutionId": exec_id,
         "Query": execution.query,
@@ -87,9 +105,11 @@ def _query_execution(execution, exec_id: str) -> dict:
         "ResultConfiguration": execution.config or {},
         "QueryExecutionContext": execution.context or {},
         "Status": status,
-        "Statistics": {"EngineExecutionTimeInMillis": getattr(execution, "engine_millis", 0),
-                       "DataScannedInBytes": getattr(execution, "data_scanned", 0),
-                       "TotalExecutionTimeInMillis": getattr(execution, "engine_millis", 0)},  # fmt: skip
+        "Statistics": {
+            "EngineExecutionTimeInMillis": getattr(execution, "engine_millis", 0),
+            "DataScannedInBytes": getattr(execution, "data_scanned", 0),
+            "TotalExecutionTimeInMillis": getattr(execution, "engine_millis", 0),
+        },
         "WorkGroup": execution.workgroup.name if execution.workgroup else "primary",
     }
 
@@ -98,9 +118,11 @@ def _response_get_query_results(self):
     exec_id = self._get_param("QueryExecutionId")
     execution = self.athena_backend.get_query_execution(exec_id)
     if execution.status != "SUCCEEDED":
-        message = (f"Query did not finish successfully. Final query state: {execution.status}"
-                   if execution.status in ("FAILED", "CANCELLED")
-                   else f"Query has not yet finished. Current state: {execution.status}")  # fmt: skip
+        message = (
+            f"Query did not finish successfully. Final query state: {execution.status}"
+            if execution.status in ("FAILED", "CANCELLED")
+            else f"Query has not yet finished. Current state: {execution.status}"
+        )
         return self.error(message, 400)
     columns, rows = getattr(execution, "result_set", ([], []))
     rows = ([[c["Name"] for c in columns]] if columns else []) + rows
@@ -110,13 +132,26 @@ def _response_get_query_results(self):
     body = {
         "ResultSet": {
             "Rows": [{"Data": [{} if v is None else {"VarCharValue": v} for v in row]} for row in page],
-            "ResultSetMetadata": {"ColumnInfo": [
-                {"CatalogName": "hive", "SchemaName": "", "TableName": "", "Name": c["Name"], "Label": c["Label"],
-                 "Type": c["Type"], "Precision": 0, "Scale": 0, "Nullable": "UNKNOWN", "CaseSensitive": False}
-                for c in columns]},
+            "ResultSetMetadata": {
+                "ColumnInfo": [
+                    {
+                        "CatalogName": "hive",
+                        "SchemaName": "",
+                        "TableName": "",
+                        "Name": c["Name"],
+                        "Label": c["Label"],
+                        "Type": c["Type"],
+                        "Precision": 0,
+                        "Scale": 0,
+                        "Nullable": "UNKNOWN",
+                        "CaseSensitive": False,
+                    }
+                    for c in columns
+                ]
+            },
         },
         "UpdateCount": 0,
-    }  # fmt: skip
+    }
     if start + size < len(rows):
         body["NextToken"] = str(start + size)
     return json.dumps(body)

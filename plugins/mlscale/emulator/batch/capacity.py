@@ -36,8 +36,9 @@ def can_run_multinode(env: Any) -> bool:
     return env.env_type == "MANAGED" and (env.compute_resources or {}).get("type") == "EC2"
 
 
-def acquire(queue: Any, vcpus: int, give_up: threading.Event, multinode: bool = False,
-            wait_seconds: float = 0.5) -> Any | None:  # fmt: skip
+def acquire(
+    queue: Any, vcpus: int, give_up: threading.Event, multinode: bool = False, wait_seconds: float = 0.5
+) -> Any | None:
     """Block until an environment of `queue` has `vcpus` free and take them; None if `give_up` is set first."""
     with _freed:
         while not give_up.is_set():

@@ -23,8 +23,16 @@ def job_state_change(job: Any, region: str) -> None:
     """Put the job's state change on its account's default event bus (never fails the job)."""
     try:
         backend = events_models.events_backends[job.backend.account_id][region]
-        backend.put_events([{"Source": SOURCE, "DetailType": DETAIL_TYPE, "Resources": [job.arn],
-                             "Detail": json.dumps(job.describe(), default=str)}])  # fmt: skip
+        backend.put_events(
+            [
+                {
+                    "Source": SOURCE,
+                    "DetailType": DETAIL_TYPE,
+                    "Resources": [job.arn],
+                    "Detail": json.dumps(job.describe(), default=str),
+                }
+            ]
+        )
     except Exception:  # noqa: BLE001 - a notification problem must not change the job's outcome
         log.exception("batch job %s: its state change event was not delivered", job.job_id)
 
@@ -38,8 +46,9 @@ def _send_to_targets(self, original_event: dict[str, Any], transform_input: bool
     if sns_targets and self.event_pattern.matches_event(original_event):
         for target in sns_targets:
             arn = parse_arn(target["Arn"])
-            sns_backends[arn.account][arn.region].publish(message=json.dumps(original_event, default=str),
-                                                          arn=target["Arn"])  # fmt: skip
+            sns_backends[arn.account][arn.region].publish(
+                message=json.dumps(original_event, default=str), arn=target["Arn"]
+            )
     others = [t for t in self.targets if t not in sns_targets]
     if others:  # on a shallow copy: the rule itself is shared by the server's threads
         rest = copy.copy(self)

@@ -29,8 +29,8 @@ from mlscale.emulator.executors.processes import (
     SHUTDOWN_GRACE_SECONDS,
     drain_output,
     free_port,
-    settle,
     launch,
+    settle,
     stop_process_group,
     wait_briefly,
 )
@@ -104,8 +104,10 @@ class BatchRun:
             self._set("RUNNABLE")
             multinode = job.job_definition.type == "multinode"
             if multinode and not any(capacity.can_run_multinode(e) for e in capacity.environments_of(job.job_queue)):
-                job.job_stopped_reason = ("MISCONFIGURATION: multi-node parallel jobs need a managed On-Demand EC2 "
-                                          "compute environment; the queue has only SPOT, Fargate or UNMANAGED ones")  # fmt: skip
+                job.job_stopped_reason = (
+                    "MISCONFIGURATION: multi-node parallel jobs need a managed On-Demand EC2 "
+                    "compute environment; the queue has only SPOT, Fargate or UNMANAGED ones"
+                )
             environment = capacity.acquire(job.job_queue, need, self.stop, multinode=multinode)
             if environment is None:
                 return self._set("FAILED", self.stop_reason)
@@ -160,12 +162,20 @@ class BatchRun:
                 cwd.mkdir(parents=True, exist_ok=True)
                 try:
                     command = _command(job, container)
-                    process, _tail = launch(command, cwd=cwd, env=self._environment(attempt, index, environment,
-                                            container), on_line=shipper.write)  # fmt: skip
+                    process, _tail = launch(
+                        command,
+                        cwd=cwd,
+                        env=self._environment(attempt, index, environment, container),
+                        on_line=shipper.write,
+                    )
                 except (ValueError, OSError) as error:  # no command, or one that cannot start
                     record.update(status="FAILED", reason=f"CannotStartContainerError: {error}", stoppedAt=now_ms())
-                    outcome = {"succeeded": False, "exit_code": None, "reason": f"CannotStartContainerError: {error}",
-                               "node_reason": str(error)}  # fmt: skip
+                    outcome = {
+                        "succeeded": False,
+                        "exit_code": None,
+                        "reason": f"CannotStartContainerError: {error}",
+                        "node_reason": str(error),
+                    }
                     break
                 processes[index] = process
                 record.update(status="RUNNING", startedAt=now_ms())
@@ -181,15 +191,20 @@ class BatchRun:
                 record = records[index]
                 if record["status"] == "RUNNING":
                     code = process.poll()
-                    record.update(status="SUCCEEDED" if code == 0 else "FAILED", exitCode=code,
-                                  stoppedAt=now_ms())  # fmt: skip
+                    record.update(status="SUCCEEDED" if code == 0 else "FAILED", exitCode=code, stoppedAt=now_ms())
             for shipper in shippers:
                 shipper.close()
         main_record = records[main]
-        attempt_record.update(stoppedAt=now_ms(), statusReason=outcome["reason"],
-                              container={"exitCode": main_record.get("exitCode"),
-                                         "logStreamName": main_record["logStreamName"],
-                                         "taskArn": main_record["taskArn"], "reason": outcome.get("node_reason")})  # fmt: skip
+        attempt_record.update(
+            stoppedAt=now_ms(),
+            statusReason=outcome["reason"],
+            container={
+                "exitCode": main_record.get("exitCode"),
+                "logStreamName": main_record["logStreamName"],
+                "taskArn": main_record["taskArn"],
+                "reason": outcome.get("node_reason"),
+            },
+        )
         job.exit_code = main_record.get("exitCode")
         job.log_stream_name = main_record["logStreamName"]
         return outcome
@@ -201,13 +216,18 @@ class BatchRun:
             for index, process in processes.items():
                 code = process.poll()
                 if code is not None and records[index]["status"] == "RUNNING":
-                    records[index].update(status="SUCCEEDED" if code == 0 else "FAILED", exitCode=code,
-                                          stoppedAt=now_ms())  # fmt: skip
+                    records[index].update(
+                        status="SUCCEEDED" if code == 0 else "FAILED", exitCode=code, stoppedAt=now_ms()
+                    )
             main_code = records[main].get("exitCode")
             if records[main]["status"] != "RUNNING":
                 settle(processes.values(), 0.3)  # nodes ending with the main one record their own exit
-                return {"succeeded": main_code == 0, "exit_code": main_code, "reason": ESSENTIAL_EXITED,
-                        "node_reason": None if main_code == 0 else f"exit code {main_code}"}  # fmt: skip
+                return {
+                    "succeeded": main_code == 0,
+                    "exit_code": main_code,
+                    "reason": ESSENTIAL_EXITED,
+                    "node_reason": None if main_code == 0 else f"exit code {main_code}",
+                }
             if self.stop.is_set():
                 return {"succeeded": False, "exit_code": None, "reason": self.stop_reason, "node_reason": None}
             if deadline is not None and time.monotonic() > deadline:
@@ -220,14 +240,22 @@ class BatchRun:
         env.update(node_model.environment(container))
         env.setdefault("MASTER_PORT", str(self.master_port))
         multinode = job.job_definition.type == "multinode"
-        env.update({
-            "AWS_BATCH_JOB_ID": f"{job.job_id}#{index}" if multinode else job.job_id,
-            "AWS_BATCH_JOB_ATTEMPT": str(attempt), "AWS_BATCH_JQ_NAME": job.job_queue.name,
-            "AWS_BATCH_CE_NAME": environment.name,
-        })  # fmt: skip
+        env.update(
+            {
+                "AWS_BATCH_JOB_ID": f"{job.job_id}#{index}" if multinode else job.job_id,
+                "AWS_BATCH_JOB_ATTEMPT": str(attempt),
+                "AWS_BATCH_JQ_NAME": job.job_queue.name,
+                "AWS_BATCH_CE_NAME": environment.name,
+            }
+        )
         if multinode:
-            env.update({"AWS_BATCH_JOB_NODE_INDEX": str(index), "AWS_BATCH_JOB_NUM_NODES": str(props["numNodes"]),
-                        "AWS_BATCH_JOB_MAIN_NODE_INDEX": str(props["mainNode"])})  # fmt: skip
+            env.update(
+                {
+                    "AWS_BATCH_JOB_NODE_INDEX": str(index),
+                    "AWS_BATCH_JOB_NUM_NODES": str(props["numNodes"]),
+                    "AWS_BATCH_JOB_MAIN_NODE_INDEX": str(props["mainNode"]),
+                }
+            )
             if index != props["mainNode"]:  # child nodes only; every node here is this machine
                 env["AWS_BATCH_JOB_MAIN_NODE_PRIVATE_IPV4_ADDRESS"] = "127.0.0.1"
         # The container's own AWS calls reach the emulator, as its job role's would reach AWS.
@@ -240,9 +268,14 @@ class BatchRun:
 
 def _node_record(job: Any, index: int, is_main: bool) -> dict[str, Any]:
     task_id = uuid.uuid4().hex
-    return {"nodeIndex": index, "isMainNode": is_main, "status": "STARTING", "exitCode": None,
-            "logStreamName": f"{job.job_definition.name}/default/{task_id}",
-            "taskArn": f"arn:aws:ecs:{job.job_definition._region}:{job.backend.account_id}:task/{task_id}"}  # fmt: skip
+    return {
+        "nodeIndex": index,
+        "isMainNode": is_main,
+        "status": "STARTING",
+        "exitCode": None,
+        "logStreamName": f"{job.job_definition.name}/default/{task_id}",
+        "taskArn": f"arn:aws:ecs:{job.job_definition._region}:{job.backend.account_id}:task/{task_id}",
+    }
 
 
 def _command(job: Any, container: dict[str, Any]) -> list[str]:

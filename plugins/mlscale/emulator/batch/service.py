@@ -28,8 +28,9 @@ MAX_NODES = 1000
 def submit_job(backend: Any, params: dict[str, Any]) -> Any:
     name = params.get("jobName") or ""
     if not JOB_NAME.match(name):
-        raise ClientException("jobName must be 1-128 letters, numbers, hyphens and underscores, starting with a "
-                              "letter or number")  # fmt: skip
+        raise ClientException(
+            "jobName must be 1-128 letters, numbers, hyphens and underscores, starting with a letter or number"
+        )
     definition = backend.get_job_definition(params.get("jobDefinition") or "")
     if definition is None or definition.status != "ACTIVE":
         raise ClientException(f"Job definition {params.get('jobDefinition')} does not exist or is not ACTIVE")
@@ -58,10 +59,20 @@ def submit_job(backend: Any, params: dict[str, Any]) -> Any:
     if params.get("propagateTags") or definition.propagate_tags:
         tags = {**definition.backend.tagger.get_tag_dict_for_resource(definition.arn), **tags}
     job = batch_models.Job(
-        name, definition, queue, backend, log_backend=backend.logs_backend, container_overrides=None,
-        eks_properties_override=None, depends_on=params.get("dependsOn"), parameters=params.get("parameters"),
-        all_jobs=backend._jobs, timeout=params.get("timeout"), array_properties={}, tags=tags,
-    )  # fmt: skip
+        name,
+        definition,
+        queue,
+        backend,
+        log_backend=backend.logs_backend,
+        container_overrides=None,
+        eks_properties_override=None,
+        depends_on=params.get("dependsOn"),
+        parameters=params.get("parameters"),
+        all_jobs=backend._jobs,
+        timeout=params.get("timeout"),
+        array_properties={},
+        tags=tags,
+    )
     job._transitions = []  # runs.BatchRun moves the status; moto's state manager must not
     job.retry_strategy = strategy
     job.mlscale_nodes = props
@@ -77,12 +88,20 @@ def describe(job: Any) -> dict[str, Any]:
         return _moto_describe(job)
     props = job.mlscale_nodes
     result = {
-        "jobArn": job.arn, "jobName": job.job_name, "jobId": job.job_id, "jobQueue": job.job_queue.arn,
-        "status": job.status, "attempts": job.attempts, "createdAt": batch_models.datetime2int_milliseconds(
-            job.job_created_at), "dependsOn": job.depends_on or [], "jobDefinition": job.job_definition.arn,
-        "parameters": job.parameters, "tags": job.backend.list_tags_for_resource(job.arn),
-        "retryStrategy": job.retry_strategy, "platformCapabilities": job.job_definition.platform_capabilities or [],
-    }  # fmt: skip
+        "jobArn": job.arn,
+        "jobName": job.job_name,
+        "jobId": job.job_id,
+        "jobQueue": job.job_queue.arn,
+        "status": job.status,
+        "attempts": job.attempts,
+        "createdAt": batch_models.datetime2int_milliseconds(job.job_created_at),
+        "dependsOn": job.depends_on or [],
+        "jobDefinition": job.job_definition.arn,
+        "parameters": job.parameters,
+        "tags": job.backend.list_tags_for_resource(job.arn),
+        "retryStrategy": job.retry_strategy,
+        "platformCapabilities": job.job_definition.platform_capabilities or [],
+    }
     if job.job_stopped_reason:
         result["statusReason"] = job.job_stopped_reason
     if job.status in ("STARTING", "RUNNING", "SUCCEEDED", "FAILED") and job.attempts:
@@ -92,10 +111,14 @@ def describe(job: Any) -> dict[str, Any]:
     if job._get_attempt_duration():
         result["timeout"] = {"attemptDurationSeconds": job._get_attempt_duration()}
     if job.job_definition.type == "multinode":
-        ranges = [{"targetNodes": str(index), "container": container} for index, container in
-                  enumerate(props["containers"])]  # fmt: skip
-        result["nodeProperties"] = {"numNodes": props["numNodes"], "mainNode": props["mainNode"],
-                                    "nodeRangeProperties": ranges}  # fmt: skip
+        ranges = [
+            {"targetNodes": str(index), "container": container} for index, container in enumerate(props["containers"])
+        ]
+        result["nodeProperties"] = {
+            "numNodes": props["numNodes"],
+            "mainNode": props["mainNode"],
+            "nodeRangeProperties": ranges,
+        }
     else:
         result["container"] = _container(props["containers"][0], (job.mlscale_node_records or [{}])[0])
     return result
@@ -121,9 +144,14 @@ def _describe_node(job: Any, index: int) -> dict[str, Any] | None:
     record = records[index]
     parent = describe(job)
     node = {k: parent[k] for k in ("jobArn", "jobName", "jobQueue", "jobDefinition", "createdAt", "parameters")}
-    node.update({"jobId": f"{job.job_id}#{index}", "status": record["status"],
-                 "nodeDetails": {"nodeIndex": index, "isMainNode": record["isMainNode"]},
-                 "container": _container(job.mlscale_nodes["containers"][index], record)})  # fmt: skip
+    node.update(
+        {
+            "jobId": f"{job.job_id}#{index}",
+            "status": record["status"],
+            "nodeDetails": {"nodeIndex": index, "isMainNode": record["isMainNode"]},
+            "container": _container(job.mlscale_nodes["containers"][index], record),
+        }
+    )
     for key in ("startedAt", "stoppedAt"):
         if record.get(key):
             node[key] = record[key]
@@ -157,9 +185,23 @@ def _terminate(self, job_id: str, reason: str, running_too: bool) -> None:
 
 
 def _submitjob(self) -> str:
-    params = {key: self._get_param(key) for key in (
-        "jobName", "jobDefinition", "jobQueue", "arrayProperties", "dependsOn", "containerOverrides",
-        "nodeOverrides", "retryStrategy", "timeout", "parameters", "tags", "propagateTags")}  # fmt: skip
+    params = {
+        key: self._get_param(key)
+        for key in (
+            "jobName",
+            "jobDefinition",
+            "jobQueue",
+            "arrayProperties",
+            "dependsOn",
+            "containerOverrides",
+            "nodeOverrides",
+            "retryStrategy",
+            "timeout",
+            "parameters",
+            "tags",
+            "propagateTags",
+        )
+    }
     job = submit_job(self.batch_backend, params)
     return json.dumps({"jobId": job.job_id, "jobName": job.job_name, "jobArn": job.arn})
 
@@ -180,13 +222,18 @@ def _job_definition_from_cloudformation(cls, resource_name, cloudformation_json,
         return _api_case(properties[key]) if key in properties else None
 
     return backend.register_job_definition(
-        def_name=properties.get("JobDefinitionName") or resource_name, parameters=properties.get("Parameters", {}),
-        _type=properties.get("Type", "container"), tags=properties.get("Tags", {}),
-        retry_strategy=lower("RetryStrategy") or {}, container_properties=lower("ContainerProperties"),
-        node_properties=lower("NodeProperties"), eks_properties=lower("EksProperties"),
-        timeout=lower("Timeout") or {}, platform_capabilities=properties.get("PlatformCapabilities"),
+        def_name=properties.get("JobDefinitionName") or resource_name,
+        parameters=properties.get("Parameters", {}),
+        _type=properties.get("Type", "container"),
+        tags=properties.get("Tags", {}),
+        retry_strategy=lower("RetryStrategy") or {},
+        container_properties=lower("ContainerProperties"),
+        node_properties=lower("NodeProperties"),
+        eks_properties=lower("EksProperties"),
+        timeout=lower("Timeout") or {},
+        platform_capabilities=properties.get("PlatformCapabilities"),
         propagate_tags=properties.get("PropagateTags"),
-    )  # fmt: skip
+    )
 
 
 def _api_case(value: Any) -> Any:

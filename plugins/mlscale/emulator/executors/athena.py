@@ -84,8 +84,13 @@ class QueryRun:
         for database, table in table_references(statement.select_sql):
             scanned += self._register_table(views, s3, glue, database or default_db, table)
         self.execution.data_scanned = scanned
-        plan = {"database_file": str(self.work_dir / "query.duckdb"), "views": views, "default_db": default_db,
-                "sql": to_duckdb(statement.select_sql), "kind": statement.kind}  # fmt: skip
+        plan = {
+            "database_file": str(self.work_dir / "query.duckdb"),
+            "views": views,
+            "default_db": default_db,
+            "sql": to_duckdb(statement.select_sql),
+            "kind": statement.kind,
+        }
         if statement.kind == "unload":
             self._unload(s3, plan, statement)
         else:
@@ -109,14 +114,18 @@ class QueryRun:
         views.append(f"CREATE SCHEMA IF NOT EXISTS {identifier(database)}")
         view = f"{identifier(database)}.{identifier(table)}"
         if not files:  # an empty table still has its columns
-            columns = ", ".join(f'NULL::{_duck_type(c["Type"])} AS {identifier(c["Name"])}'
-                                for c in storage.get("Columns", []) + described.get("PartitionKeys", []))  # fmt: skip
+            columns = ", ".join(
+                f"NULL::{_duck_type(c['Type'])} AS {identifier(c['Name'])}"
+                for c in storage.get("Columns", []) + described.get("PartitionKeys", [])
+            )
             views.append(f"CREATE VIEW {view} AS SELECT {columns} WHERE false")
             return 0
         reader = FORMATS[fmt]
         partitioning = "true" if described.get("PartitionKeys") else "false"
-        views.append(f"CREATE VIEW {view} AS SELECT * FROM {reader}({literal(str(local) + '/**/*')}, "
-                     f"hive_partitioning = {partitioning})")  # fmt: skip
+        views.append(
+            f"CREATE VIEW {view} AS SELECT * FROM {reader}({literal(str(local) + '/**/*')}, "
+            f"hive_partitioning = {partitioning})"
+        )
         return scanned
 
     def _select(self, s3, answer: dict) -> None:
@@ -136,8 +145,10 @@ class QueryRun:
     def _unload(self, s3, plan: dict, statement: Statement) -> None:
         destination = statement.destination.rstrip("/") + "/"
         if s3io.list_keys(s3, destination):
-            raise QueryError(f"HIVE_PATH_ALREADY_EXISTS: Target directory for table already exists: {destination}. "
-                             "UNLOAD needs an empty location.")  # fmt: skip
+            raise QueryError(
+                f"HIVE_PATH_ALREADY_EXISTS: Target directory for table already exists: {destination}. "
+                "UNLOAD needs an empty location."
+            )
         out = self.work_dir / "unload"
         out.mkdir(parents=True)
         options = [f"FORMAT {statement.unload_format}"]
@@ -165,16 +176,35 @@ def _table_format(table: dict) -> str:
 
 
 def _duck_type(glue_type: str) -> str:
-    mapping = {"string": "VARCHAR", "int": "INTEGER", "bigint": "BIGINT", "double": "DOUBLE", "float": "FLOAT",
-               "boolean": "BOOLEAN", "binary": "BLOB", "date": "DATE", "timestamp": "TIMESTAMP"}  # fmt: skip
+    mapping = {
+        "string": "VARCHAR",
+        "int": "INTEGER",
+        "bigint": "BIGINT",
+        "double": "DOUBLE",
+        "float": "FLOAT",
+        "boolean": "BOOLEAN",
+        "binary": "BLOB",
+        "date": "DATE",
+        "timestamp": "TIMESTAMP",
+    }
     return mapping.get(glue_type.lower(), "VARCHAR")
 
 
 def _athena_type(duck_type: str) -> str:
     upper = duck_type.upper()
-    for prefix, athena in (("BIGINT", "bigint"), ("INTEGER", "integer"), ("DOUBLE", "double"), ("FLOAT", "real"),
-                           ("BOOLEAN", "boolean"), ("VARCHAR", "varchar"), ("BLOB", "varbinary"), ("DATE", "date"),
-                           ("TIMESTAMP", "timestamp"), ("DECIMAL", "decimal"), ("HUGEINT", "decimal")):  # fmt: skip
+    for prefix, athena in (
+        ("BIGINT", "bigint"),
+        ("INTEGER", "integer"),
+        ("DOUBLE", "double"),
+        ("FLOAT", "real"),
+        ("BOOLEAN", "boolean"),
+        ("VARCHAR", "varchar"),
+        ("BLOB", "varbinary"),
+        ("DATE", "date"),
+        ("TIMESTAMP", "timestamp"),
+        ("DECIMAL", "decimal"),
+        ("HUGEINT", "decimal"),
+    ):
         if upper.startswith(prefix):
             return athena
     return "varchar"

@@ -25,8 +25,9 @@ def run_plan(plan: dict[str, Any]) -> dict[str, Any]:
     """Run the plan in the engine process; its answer, or EngineError with the engine's message."""
     from mlscale.emulator import job_env
 
-    done = subprocess.run([sys.executable, "-m", __name__], input=json.dumps(plan), capture_output=True, text=True,
-                          env=job_env.base())  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", __name__], input=json.dumps(plan), capture_output=True, text=True, env=job_env.base()
+    )
     last = (done.stdout.strip().splitlines() or ["{}"])[-1]
     if done.returncode == 0:
         return json.loads(last)

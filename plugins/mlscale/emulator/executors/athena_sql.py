@@ -48,7 +48,9 @@ def classify(query: str) -> Statement:
         props = {k.lower(): v for k, v in _PROPERTY.findall(unload.group("props") or "")}
         fmt = props.get("format", "'PARQUET'").strip("'").upper()
         if fmt not in UNLOAD_FORMATS:
-            raise QueryError(f"UNLOAD format {fmt} is not supported by the emulator; use one of {sorted(UNLOAD_FORMATS)}")
+            raise QueryError(
+                f"UNLOAD format {fmt} is not supported by the emulator; use one of {sorted(UNLOAD_FORMATS)}"
+            )
         partitioned = re.findall(r"'([^']+)'", props.get("partitioned_by", ""))
         return Statement("unload", unload.group("select"), unload.group("to"), UNLOAD_FORMATS[fmt], partitioned)
     first = text.split(None, 1)[0].upper() if text else ""
@@ -82,7 +84,9 @@ def _parse(sql: str):
     try:
         return sqlglot.parse_one(sql, read="athena")
     except ParseError as error:
-        raise QueryError(f"line {_first_error_line(error)}: {error.errors[0]['description'] if error.errors else error}")
+        raise QueryError(
+            f"line {_first_error_line(error)}: {error.errors[0]['description'] if error.errors else error}"
+        ) from error
 
 
 def _first_error_line(error) -> str:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tarfile
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,15 +37,17 @@ def input_shapes(data_input_config: str) -> dict[str, list[int]]:
     try:
         parsed = json.loads(data_input_config)
     except ValueError:
-        raise CompilationFailed(f"ClientError: InputConfiguration: DataInputConfig is not valid JSON: "
-                                f"{data_input_config!r}") from None  # fmt: skip
+        raise CompilationFailed(
+            f"ClientError: InputConfiguration: DataInputConfig is not valid JSON: {data_input_config!r}"
+        ) from None
     if isinstance(parsed, list) and parsed and all(isinstance(x, int) for x in parsed):
         parsed = [parsed]
     shapes = parsed if isinstance(parsed, dict) else {f"input{i}": s for i, s in enumerate(parsed)}
     for name, shape in shapes.items():
         if not (isinstance(shape, list) and shape and all(isinstance(d, int) and d > 0 for d in shape)):
-            raise CompilationFailed(f"ClientError: InputConfiguration: input {name} needs a shape of positive "
-                                    f"integers, got {shape!r}")  # fmt: skip
+            raise CompilationFailed(
+                f"ClientError: InputConfiguration: input {name} needs a shape of positive integers, got {shape!r}"
+            )
     return shapes
 
 
@@ -63,8 +65,11 @@ def compile_torchscript(model_path: Path, shapes: dict[str, list[int]], out_path
             torch.jit.freeze(original)
     except Exception as error:  # noqa: BLE001
         message = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
-        raise CompilationFailed(f"ClientError: InputConfiguration: the model does not accept inputs of shape "
-                                f"{list(shapes.values())}: {message}") from None  # fmt: skip
+        raise CompilationFailed(
+            f"ClientError: InputConfiguration: the model does not accept inputs of shape "
+            f"{list(shapes.values())}: {message}"
+        ) from None
+
     # optimize_for_inference fuses more, but some of its graphs do not survive save/load: keep what does.
     # Each pass starts from a fresh load: optimize_for_inference rewrites the module it is given.
     def fresh():
@@ -99,15 +104,21 @@ def compile_torchscript(model_path: Path, shapes: dict[str, list[int]], out_path
 
 def compile_in_a_process(model_path: Path, shapes: dict[str, list[int]], out_path: Path) -> dict[str, Any]:
     """compile_torchscript in `python -m mlscale.emulator.executors.compilation`; its report or its failure."""
-    done = subprocess.run([sys.executable, "-m", __name__, str(model_path), json.dumps(shapes), str(out_path)],
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, env=job_env.base())  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", __name__, str(model_path), json.dumps(shapes), str(out_path)],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=job_env.base(),
+    )
     last = (done.stdout.strip().splitlines() or [""])[-1]
     if done.returncode == 0:
         return json.loads(last)
     if done.returncode == FAILED_EXIT:
         raise CompilationFailed(json.loads(last)["failure"])
-    raise CompilationFailed(f"InternalServerError: the compiler exited with {done.returncode}: "
-                            f"{done.stderr.strip()[-500:]}")  # fmt: skip
+    raise CompilationFailed(
+        f"InternalServerError: the compiler exited with {done.returncode}: {done.stderr.strip()[-500:]}"
+    )
 
 
 FAILED_EXIT = 3  # the model cannot be compiled (CompilationFailed); any other non-zero code is a crash
@@ -134,7 +145,7 @@ class CompilationRun:
 
     def _finish(self, status: str, failure: str = "") -> None:
         job = self.job
-        job.compilation_end_time = job.last_modified_time = datetime.now(timezone.utc)
+        job.compilation_end_time = job.last_modified_time = datetime.now(UTC)
         job.failure_reason = failure[:1024]
         job.compilation_job_status = status
         log.info("compilation job %s: %s %s", job.compilation_job_name, status, failure[:200])
@@ -154,8 +165,10 @@ class CompilationRun:
         config = job.input_config or {}
         framework = config.get("Framework", "")
         if framework != "PYTORCH":
-            raise CompilationFailed(f"ClientError: Framework {framework} is not emulated: the emulator compiles "
-                                    "PYTORCH (TorchScript) models")  # fmt: skip
+            raise CompilationFailed(
+                f"ClientError: Framework {framework} is not emulated: the emulator compiles "
+                "PYTORCH (TorchScript) models"
+            )
         shapes = input_shapes(config.get("DataInputConfig", ""))
         s3 = settings.aws_client("s3", self.region)
         source = self.work / "model"
@@ -166,13 +179,15 @@ class CompilationRun:
             raise CompilationFailed(f"ClientError: cannot read the model at {config['S3Uri']}: {error}") from None
         models = [p for p in source.rglob("*") if p.suffix in (".pt", ".pth")]
         if len(models) != 1:
-            raise CompilationFailed(f"ClientError: model.tar.gz must hold one .pt/.pth file, found "
-                                    f"{[p.name for p in models]}")  # fmt: skip
+            raise CompilationFailed(
+                f"ClientError: model.tar.gz must hold one .pt/.pth file, found {[p.name for p in models]}"
+            )
         compiled_dir = self.work / "compiled"
         compiled_dir.mkdir(exist_ok=True)
         report = compile_in_a_process(models[0], shapes, compiled_dir / "model.pt")
         target = job.output_config.get("TargetDevice") or "-".join(
-            str(v) for v in (job.output_config.get("TargetPlatform") or {}).values())  # fmt: skip
+            str(v) for v in (job.output_config.get("TargetPlatform") or {}).values()
+        )
         report.update({"framework": framework, "target": target, "source": config["S3Uri"]})
         (compiled_dir / "compilation.json").write_text(json.dumps(report, indent=2))
         base = Path(config["S3Uri"]).name.removesuffix(".tar.gz")

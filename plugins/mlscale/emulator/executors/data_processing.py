@@ -29,8 +29,10 @@ def parse_path(path: str) -> list[tuple]:
     while position < len(path):
         match = _STEP.match(path, position)
         if not match:
-            raise FilterError(f"JSONPath {path!r}: unsupported syntax at {path[position:]!r} "
-                              "(SageMaker's subset: .name, ['name'], [n], [a:b], [i,j])")  # fmt: skip
+            raise FilterError(
+                f"JSONPath {path!r}: unsupported syntax at {path[position:]!r} "
+                "(SageMaker's subset: .name, ['name'], [n], [a:b], [i,j])"
+            )
         name, quoted, start, stop, indexes = match.groups()
         if name or quoted:
             steps.append(("key", name or quoted))
@@ -78,8 +80,9 @@ def filter_input(record: bytes, path: str | None, content_type: str | None) -> b
     return _csv_line(select(_csv_values(text), path)).encode()
 
 
-def join_and_filter(record: bytes, output: bytes, join: str | None, path: str | None, content_type: str | None,
-                    accept: str | None) -> bytes:  # fmt: skip
+def join_and_filter(
+    record: bytes, output: bytes, join: str | None, path: str | None, content_type: str | None, accept: str | None
+) -> bytes:
     if join != "Input" and (not path or path == "$"):
         return output
     if join == "Input":

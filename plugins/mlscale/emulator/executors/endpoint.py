@@ -54,9 +54,11 @@ class Fleet:
                 if shutting_down.is_set():  # a server started now would outlive the emulator
                     raise TransformFailed("the emulator is stopping")
                 model_dir, code_dir = model_code.unpack(
-                    s3, container, confine.within(root, variant["VariantName"], f"instance-{index}"))
-                shipper = LogShipper(logs, f"{LOG_GROUP}/{self.endpoint_name}",
-                                     f"{variant['VariantName']}/i-emulated{index:04d}")  # fmt: skip
+                    s3, container, confine.within(root, variant["VariantName"], f"instance-{index}")
+                )
+                shipper = LogShipper(
+                    logs, f"{LOG_GROUP}/{self.endpoint_name}", f"{variant['VariantName']}/i-emulated{index:04d}"
+                )
                 self._shippers.append(shipper)
                 env = {"SAGEMAKER_REGION": self.region, "PYTHONUNBUFFERED": "1", **(container.get("Environment") or {})}
                 servers.append(ModelContainer(model_dir, code_dir, _base_env(env), shipper, container.get("Image", "")))

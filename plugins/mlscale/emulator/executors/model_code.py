@@ -35,5 +35,5 @@ def unpack(s3: Any, container: dict, root: Path) -> tuple[Path, Path | None]:
         return model_dir, code_dir
     submit = submit.removeprefix("file://")
     if submit.startswith(MODEL_PREFIX):
-        return model_dir, confine.within(model_dir, submit[len(MODEL_PREFIX):])
+        return model_dir, confine.within(model_dir, submit[len(MODEL_PREFIX) :])
     return model_dir, Path(submit) if submit and Path(submit).is_dir() else None

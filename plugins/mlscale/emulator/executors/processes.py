@@ -59,8 +59,7 @@ def _kill_group(process: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def launch(command: list[str], *, cwd, env: dict[str, str], on_line, on_error_line=None,
-           stderr_tail_lines: int = 100):  # fmt: skip
+def launch(command: list[str], *, cwd, env: dict[str, str], on_line, on_error_line=None, stderr_tail_lines: int = 100):
     """Start a job process in its own session; feed its output lines to `on_line` (stderr to `on_error_line` if given).
 
     Returns the process and a deque holding the last lines of its stderr (for
@@ -70,9 +69,15 @@ def launch(command: list[str], *, cwd, env: dict[str, str], on_line, on_error_li
     from collections import deque
 
     process = subprocess.Popen(
-        command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        text=True, errors="replace", start_new_session=True,
-    )  # fmt: skip
+        command,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        start_new_session=True,
+    )
     tail: deque[str] = deque(maxlen=stderr_tail_lines)
     records = _sessions_folder()
     if records is not None:  # a SIGKILLed emulator's next start ends what is left of this session
@@ -154,8 +159,9 @@ def _probe_namespace() -> bool:
         os.makedirs(_OPT_ML, exist_ok=True)
         with tempfile.TemporaryDirectory() as probe:
             open(os.path.join(probe, "ok"), "w").close()
-            result = subprocess.run(with_private_opt_ml(["test", "-e", f"{_OPT_ML}/ok"], probe),
-                                    capture_output=True, timeout=10)  # fmt: skip
+            result = subprocess.run(
+                with_private_opt_ml(["test", "-e", f"{_OPT_ML}/ok"], probe), capture_output=True, timeout=10
+            )
             return result.returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False

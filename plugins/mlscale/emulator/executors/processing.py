@@ -5,8 +5,8 @@ Each instance gets its own root standing in for /opt/ml: mounted at /opt/ml
 in a private mount namespace where the machine allows it, so scripts that
 hard-code /opt/ml/processing/... work; otherwise `/opt/ml/...` in the
 entrypoint and arguments is rewritten to the root (SageMaker Developer Guide,
-"How Amazon SageMaker Processing runs your processing container image": inputs present before start, outputs uploaded at the end, the
-first 1 KB of /opt/ml/output/message becomes ExitMessage).
+"How Amazon SageMaker Processing runs your processing container image": inputs present before start,
+outputs uploaded at the end, the first 1 KB of /opt/ml/output/message becomes ExitMessage).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import logging
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ OPT_ML = "/opt/ml"
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def host_path(root: Path, container_path: str) -> Path:
@@ -124,7 +124,7 @@ class ProcessingRun:
                 return f"ClientError: input {item.get('InputName')}: only S3Input is emulated"
             keys = s3io.list_keys(s3, source["S3Uri"])
             if not keys:
-                return f"ClientError: No S3 objects found under S3 URL \"{source['S3Uri']}\" given in input data source."
+                return f'ClientError: No S3 objects found under S3 URL "{source["S3Uri"]}" given in input data source.'
             if source.get("S3DataDistributionType") == "ShardedByS3Key":
                 keys = keys[index :: len(hosts)]
             target = host_path(root, source["LocalPath"])
@@ -143,10 +143,16 @@ class ProcessingRun:
         for host, root in zip(hosts, roots):
             env = job_env.for_job(self.region, **(job.environment or {}))
             env["SAGEMAKER_PROCESSING_ROOT"] = str(root)
-            command = container_command(app.get("ContainerEntrypoint") or [], app.get("ContainerArguments") or [],
-                                        root, opt_ml_namespace_available())  # fmt: skip
+            command = container_command(
+                app.get("ContainerEntrypoint") or [],
+                app.get("ContainerArguments") or [],
+                root,
+                opt_ml_namespace_available(),
+            )
             if not command:
-                return "ClientError: AppSpecification has no ContainerEntrypoint: the emulator cannot run the image's own"
+                return (
+                    "ClientError: AppSpecification has no ContainerEntrypoint: the emulator cannot run the image's own"
+                )
             shipper = LogShipper(logs, LOG_GROUP, f"{job.processing_job_name}/{host}-{epoch}")
             process, tail = launch(command, cwd=root, env=env, on_line=shipper.write)
             processes.append((process, tail))

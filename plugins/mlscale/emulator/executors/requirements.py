@@ -20,8 +20,22 @@ def install(requirements: Path, venv: Path) -> str | None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, env=env)
     for packages in site_packages(venv):
         (packages / "_job_python.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    result = subprocess.run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install",
-                             "--quiet", "-r", str(requirements)], capture_output=True, text=True, env=env)  # fmt: skip
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(venv / "bin" / "python"),
+            "install",
+            "--quiet",
+            "-r",
+            str(requirements),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     return None if result.returncode == 0 else result.stderr[-800:]
 
 

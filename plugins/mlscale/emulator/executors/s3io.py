@@ -49,7 +49,7 @@ def download_prefix(s3, uri: str, dest: Path, keys: list[str] | None = None) -> 
     keys = list_keys(s3, uri) if keys is None else keys
     total = 0
     for key in keys:
-        relative = key[len(prefix):].lstrip("/") or Path(key).name
+        relative = key[len(prefix) :].lstrip("/") or Path(key).name
         target = inside(dest, relative)
         target.parent.mkdir(parents=True, exist_ok=True)
         total += download(s3, bucket, key, target)

@@ -34,8 +34,9 @@ class Spot:
     def interrupt(self) -> None:
         """The fault switch: reclaim the job's instances now."""
         if not self.enabled:
-            raise ValueError(f"{self.job.training_job_name} is not a Managed Spot training job "
-                             "(EnableManagedSpotTraining)")  # fmt: skip
+            raise ValueError(
+                f"{self.job.training_job_name} is not a Managed Spot training job (EnableManagedSpotTraining)"
+            )
         self.reclaim.set()
 
     def billable(self, training_seconds: int) -> int:
@@ -50,8 +51,11 @@ class Spot:
         self.interruptions += 1
         for layout in layouts:
             checkpoints.sync_up(s3, self.job, layout)
-        run._set_status("InProgress", "Interrupted", "The Spot instances were interrupted: waiting for Spot capacity "
-                        f"(interruption {self.interruptions})")  # fmt: skip
+        run._set_status(
+            "InProgress",
+            "Interrupted",
+            f"The Spot instances were interrupted: waiting for Spot capacity (interruption {self.interruptions})",
+        )
         deadline = time.monotonic() + CAPACITY_WAIT_SECONDS
         while time.monotonic() < deadline:
             if run._stop_requested.is_set():

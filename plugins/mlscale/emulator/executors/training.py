@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 from collections import deque
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from mlscale.emulator import algorithms, job_env, settings
@@ -39,7 +39,7 @@ METRICS_INTERVAL = float(os.environ.get("MLSCALE_EMULATOR_METRICS_INTERVAL", "2"
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class JobFailed(Exception):
@@ -185,8 +185,9 @@ class TrainingRun:
             except FSxError as error:
                 raise JobFailed(f"ClientError: channel {name}: {error.message}") from None
             if not target.is_dir():
-                raise JobFailed(f"ClientError: channel {name}: {fs['DirectoryPath']} does not exist on "
-                                f"{fs['FileSystemId']}")  # fmt: skip
+                raise JobFailed(
+                    f"ClientError: channel {name}: {fs['DirectoryPath']} does not exist on {fs['FileSystemId']}"
+                )
             layout.channel_dir(name).rmdir()
             layout.channel_dir(name).symlink_to(target, target_is_directory=True)
             return
@@ -194,7 +195,7 @@ class TrainingRun:
         keys = s3io.list_keys(s3, uri)
         if not keys:
             raise JobFailed(
-                f"ClientError: No S3 objects found under S3 URL \"{uri}\" given in input data source. "
+                f'ClientError: No S3 objects found under S3 URL "{uri}" given in input data source. '
                 "Please ensure that the bucket exists in the selected region, that objects exist under "
                 "that S3 prefix, and that the role has s3:ListBucket and s3:GetObject permissions."
             )
@@ -211,8 +212,10 @@ class TrainingRun:
             if fs.get("FileSystemType") not in ("FSxLustre", "EFS"):
                 raise JobFailed(f"ClientError: channel {name}: FileSystemType must be FSxLustre or EFS")
             if not (self.job.vpc_config or {}).get("Subnets"):
-                raise JobFailed(f"ClientError: channel {name}: a FileSystemDataSource needs the job's VpcConfig "
-                                "(subnets in the file system's Availability Zone)")  # fmt: skip
+                raise JobFailed(
+                    f"ClientError: channel {name}: a FileSystemDataSource needs the job's VpcConfig "
+                    "(subnets in the file system's Availability Zone)"
+                )
             if fs.get("FileSystemType") == "EFS":
                 raise JobFailed(f"ClientError: channel {name}: EFS file systems are not emulated; use FSxLustre")
             return
@@ -246,8 +249,10 @@ class TrainingRun:
         elif algorithm in algorithms.RUNS:
             program = str(algorithms.RUNS[algorithm])  # the algorithm's container runs its own entry point
         elif not program:
-            raise JobFailed("ClientError: no entry point: set the sagemaker_program hyperparameter (or "
-                            f"SAGEMAKER_PROGRAM); {algorithms.WHAT_RUNS}")  # fmt: skip
+            raise JobFailed(
+                "ClientError: no entry point: set the sagemaker_program hyperparameter (or "
+                f"SAGEMAKER_PROGRAM); {algorithms.WHAT_RUNS}"
+            )
         elif not (layouts[0].code_dir / program).exists():
             raise JobFailed(f"ClientError: entry point {program} not found in the submitted source directory")
         distribution = training_env.distribution_of(framework_hps)
@@ -262,8 +267,9 @@ class TrainingRun:
             env = self._process_env(layout, host, hosts, instance_type, request_env, gpus, len(hosts) * procs_per_host)
             env.update(training_env.rendezvous_environment(master_port))
             if entrypoint:  # its scripts name /opt/ml: each host sees its own root there, as in its container
-                command = container_command(entrypoint, spec.get("ContainerArguments") or [], layout.root,
-                                            opt_ml_namespace_available())  # fmt: skip
+                command = container_command(
+                    entrypoint, spec.get("ContainerArguments") or [], layout.root, opt_ml_namespace_available()
+                )
             else:
                 command = training_env.entry_command(
                     program=program,
@@ -281,9 +287,13 @@ class TrainingRun:
             shippers.append(shipper)
             stderr_tails.append(tail)
 
-        sampler = UtilisationSampler(settings.aws_client("cloudwatch", self.region), job.training_job_name,
-                                     {host: p.pid for host, p in zip(hosts, self._processes)}, self.job_dir,
-                                     interval=METRICS_INTERVAL).start()  # fmt: skip
+        sampler = UtilisationSampler(
+            settings.aws_client("cloudwatch", self.region),
+            job.training_job_name,
+            {host: p.pid for host, p in zip(hosts, self._processes)},
+            self.job_dir,
+            interval=METRICS_INTERVAL,
+        ).start()
         started = time.monotonic()
         try:
             return self._wait(layouts, stderr_tails)
@@ -319,8 +329,9 @@ class TrainingRun:
         # what the job's own `pip install` adds (the SDK v3's drivers install requirements.txt so) goes here,
         # not into the emulator's Python, which runs the job
         env["PIP_TARGET"] = str(self.job_dir / "pip-target")
-        env["PYTHONPATH"] = job_env.python_path(*(p for p in (layout.code_dir, *sites) if p.exists()),
-                                                env["PIP_TARGET"])  # fmt: skip
+        env["PYTHONPATH"] = job_env.python_path(
+            *(p for p in (layout.code_dir, *sites) if p.exists()), env["PIP_TARGET"]
+        )
         env.update(job_env.LOOPBACK)
         env["PYTHONUNBUFFERED"] = "1"
         # The job's own AWS calls reach the emulator, as its role's calls would reach AWS.

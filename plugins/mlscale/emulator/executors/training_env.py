@@ -130,9 +130,7 @@ def resource_config(current_host: str, hosts: list[str], instance_type: str) -> 
         "current_instance_type": instance_type,
         "current_group_name": INSTANCE_GROUP,
         "hosts": hosts,
-        "instance_groups": [
-            {"instance_group_name": INSTANCE_GROUP, "instance_type": instance_type, "hosts": hosts}
-        ],
+        "instance_groups": [{"instance_group_name": INSTANCE_GROUP, "instance_type": instance_type, "hosts": hosts}],
         "network_interface_name": NETWORK_INTERFACE,
     }
 
@@ -282,14 +280,22 @@ def entry_command(
         # Master flags always: without them torchrun's default port 29500
         # would collide between emulated jobs running at once.
         return [
-            python, "-m", "torch.distributed.run",
-            "--nnodes", str(host_count),
-            "--nproc_per_node", str(procs_per_host),
-            "--master_addr", "127.0.0.1",
-            "--master_port", str(master_port),
-            "--node_rank", str(host_index),
-            program, *args,
-        ]  # fmt: skip
+            python,
+            "-m",
+            "torch.distributed.run",
+            "--nnodes",
+            str(host_count),
+            "--nproc_per_node",
+            str(procs_per_host),
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(master_port),
+            "--node_rank",
+            str(host_index),
+            program,
+            *args,
+        ]
     if program.endswith(".py"):
         return [python, program, *args]
     return ["/bin/sh", "-c", " ".join([f"./{program}", *args])]

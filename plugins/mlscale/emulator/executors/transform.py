@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,9 @@ def batches(records: list[bytes], strategy: str, max_payload_mb: int, split_type
     packed, current, size = [], [], 0
     for record in records:
         if len(record) > limit:
-            raise TransformFailed(f"ClientError: a record of {len(record)} bytes exceeds MaxPayloadInMB {max_payload_mb}")
+            raise TransformFailed(
+                f"ClientError: a record of {len(record)} bytes exceeds MaxPayloadInMB {max_payload_mb}"
+            )
         if current and size + len(record) + 1 > limit:
             packed.append(b"\n".join(current))
             current, size = [], 0
@@ -67,12 +69,22 @@ def batches(records: list[bytes], strategy: str, max_payload_mb: int, split_type
 class ModelContainer:
     """One instance's model server process."""
 
-    def __init__(self, model_dir: Path, code_dir: Path | None, env: dict[str, str], shipper: LogShipper,
-                 image: str = ""):  # fmt: skip
+    def __init__(
+        self, model_dir: Path, code_dir: Path | None, env: dict[str, str], shipper: LogShipper, image: str = ""
+    ):
         self.port = free_port()
         # the image is not pulled; its name says which framework's inference toolkit (default handlers) it runs
-        command = [sys.executable, "-m", "mlscale.emulator.serving", "--model-dir", str(model_dir),
-                   "--port", str(self.port), "--image", image] + (["--code-dir", str(code_dir)] if code_dir else [])  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "mlscale.emulator.serving",
+            "--model-dir",
+            str(model_dir),
+            "--port",
+            str(self.port),
+            "--image",
+            image,
+        ] + (["--code-dir", str(code_dir)] if code_dir else [])
         self.process, self.tail = launch(command, cwd=model_dir, env=env, on_line=shipper.write)
         self.url = f"http://127.0.0.1:{self.port}"
 
@@ -81,8 +93,9 @@ class ModelContainer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 time.sleep(0.2)
-                raise TransformFailed("ClientError: the model server exited while loading the model:\n"
-                                      + "\n".join(list(self.tail)[-8:]))  # fmt: skip
+                raise TransformFailed(
+                    "ClientError: the model server exited while loading the model:\n" + "\n".join(list(self.tail)[-8:])
+                )
             try:
                 with urllib.request.urlopen(f"{self.url}/ping", timeout=2) as response:
                     if response.status == 200:
@@ -149,7 +162,7 @@ class TransformRun:
             model_server.stop()
 
     def _finish(self, status: str, failure: str = "") -> None:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         self.job.transform_end_time = self.job.last_modified_time = now
         self.job.failure_reason = failure[:1024]
         self.job.transform_job_status = status
@@ -179,7 +192,7 @@ class TransformRun:
         source = job.transform_input["DataSource"]["S3DataSource"]
         keys = s3io.list_keys(s3, source["S3Uri"])
         if not keys:
-            raise TransformFailed(f"ClientError: No S3 objects found under S3 URL \"{source['S3Uri']}\"")
+            raise TransformFailed(f'ClientError: No S3 objects found under S3 URL "{source["S3Uri"]}"')
         count = int((job.transform_resources or {}).get("InstanceCount", 1))
         logs = settings.aws_client("logs", self.region)
         containers, shippers = self._containers, []
@@ -188,13 +201,17 @@ class TransformRun:
                 model_dir, code_dir = model_code.unpack(s3, container, self.job_dir / f"instance-{index}")
                 shipper = LogShipper(logs, LOG_GROUP, f"{job.transform_job_name}/i-emulated{index:04d}")
                 shippers.append(shipper)
-                containers.append(ModelContainer(model_dir, code_dir, self._env(container), shipper,
-                                                 container.get("Image", "")))  # fmt: skip
+                containers.append(
+                    ModelContainer(model_dir, code_dir, self._env(container), shipper, container.get("Image", ""))
+                )
             for model_server in containers:
                 model_server.wait_ready()
             with ThreadPoolExecutor(max_workers=count) as pool:
-                list(pool.map(lambda i: self._transform(s3, containers[i], source["S3Uri"], keys[i::count]),
-                              range(count)))  # fmt: skip
+                list(
+                    pool.map(
+                        lambda i: self._transform(s3, containers[i], source["S3Uri"], keys[i::count]), range(count)
+                    )
+                )
         finally:
             for model_server in containers:
                 model_server.stop()
@@ -218,8 +235,10 @@ class TransformRun:
         """One output per input record, joined with it and filtered."""
         outputs = [line for answer in answers for line in answer.split(b"\n") if line.strip()]
         if len(outputs) != len(records):
-            raise TransformFailed(f"ClientError: the model returned {len(outputs)} outputs for {len(records)} records; "
-                                  "JoinSource and OutputFilter need one output line per record")  # fmt: skip
+            raise TransformFailed(
+                f"ClientError: the model returned {len(outputs)} outputs for {len(records)} records; "
+                "JoinSource and OutputFilter need one output line per record"
+            )
         try:
             return [join_and_filter(r, o, join, out_filter, content_type, accept) for r, o in zip(records, outputs)]
         except (FilterError, ValueError, IndexError) as error:
@@ -229,7 +248,8 @@ class TransformRun:
         job = self.job
         params = model_server.execution_parameters()
         strategy = job.batch_strategy or {"MULTI_RECORD": "MultiRecord", "SINGLE_RECORD": "SingleRecord"}.get(
-            params.get("BatchStrategy", ""), "MultiRecord")  # fmt: skip
+            params.get("BatchStrategy", ""), "MultiRecord"
+        )
         payload = job.max_payload_in_mb if job.max_payload_in_mb is not None else params.get("MaxPayloadInMB", 6)
         concurrency = job.max_concurrent_transforms or params.get("MaxConcurrentTransforms", 1)
         split_type = job.transform_input.get("SplitType", "None")
@@ -257,5 +277,5 @@ class TransformRun:
                 answers = self._join(records, answers, join, out_filter, content_type, accept)
             joiner = b"\n" if assemble == "Line" else b""
             output = b"".join(a + joiner for a in answers) if assemble == "Line" else b"".join(answers)
-            relative = key[len(in_prefix):].lstrip("/") if key != in_prefix else Path(key).name
+            relative = key[len(in_prefix) :].lstrip("/") if key != in_prefix else Path(key).name
             s3.put_object(Bucket=out_bucket, Key=f"{out_prefix}{relative}.out", Body=output)

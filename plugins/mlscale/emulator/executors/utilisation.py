@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -30,13 +30,18 @@ def _tree(pid: int):
 def gpu_sample() -> dict[str, float]:
     if not shutil.which("nvidia-smi"):
         return {}
-    result = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used,memory.total",
-                             "--format=csv,noheader,nounits"], capture_output=True, text=True)  # fmt: skip
+    result = subprocess.run(
+        ["nvidia-smi", "--query-gpu=utilization.gpu,memory.used,memory.total", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+    )
     rows = [line.split(",") for line in result.stdout.strip().splitlines() if line.strip()]
     if result.returncode != 0 or not rows:
         return {}
-    return {"GPUUtilization": sum(float(r[0]) for r in rows),
-            "GPUMemoryUtilization": sum(100.0 * float(r[1]) / float(r[2]) for r in rows)}  # fmt: skip
+    return {
+        "GPUUtilization": sum(float(r[0]) for r in rows),
+        "GPUMemoryUtilization": sum(100.0 * float(r[1]) / float(r[2]) for r in rows),
+    }
 
 
 class UtilisationSampler:
@@ -77,17 +82,27 @@ class UtilisationSampler:
                     memory += process.memory_info().rss
                 except psutil.Error:
                     continue
-            samples[host] = {"CPUUtilization": cpu, "MemoryUtilization": 100.0 * memory / total_memory,
-                             "DiskUtilization": disk, **gpu}  # fmt: skip
+            samples[host] = {
+                "CPUUtilization": cpu,
+                "MemoryUtilization": 100.0 * memory / total_memory,
+                "DiskUtilization": disk,
+                **gpu,
+            }
         return samples
 
     def publish(self, samples: dict[str, dict[str, float]]) -> None:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         data = [
-            {"MetricName": name, "Dimensions": [{"Name": "Host", "Value": f"{self.job_name}/{host}"}],
-             "Timestamp": now, "Value": value, "Unit": "Percent"}
-            for host, metrics in samples.items() for name, value in metrics.items()
-        ]  # fmt: skip
+            {
+                "MetricName": name,
+                "Dimensions": [{"Name": "Host", "Value": f"{self.job_name}/{host}"}],
+                "Timestamp": now,
+                "Value": value,
+                "Unit": "Percent",
+            }
+            for host, metrics in samples.items()
+            for name, value in metrics.items()
+        ]
         for start in range(0, len(data), 1000):
             self.cloudwatch.put_metric_data(Namespace=NAMESPACE, MetricData=data[start : start + 1000])
 

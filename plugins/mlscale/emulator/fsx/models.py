@@ -11,8 +11,12 @@ from mlscale.emulator.transitions import FSX_ASSOCIATION, FSX_TASK, Status, arm
 
 STORAGE_RULE = "1200 GiB, 2400 GiB, or a multiple of 2400 GiB"
 SSD_DEPLOYMENTS = ("SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2")
-TASK_TYPES = ("EXPORT_TO_REPOSITORY", "IMPORT_METADATA_FROM_REPOSITORY", "RELEASE_DATA_FROM_FILESYSTEM",
-              "AUTO_RELEASE_DATA")  # fmt: skip
+TASK_TYPES = (
+    "EXPORT_TO_REPOSITORY",
+    "IMPORT_METADATA_FROM_REPOSITORY",
+    "RELEASE_DATA_FROM_FILESYSTEM",
+    "AUTO_RELEASE_DATA",
+)
 MAX_ASSOCIATIONS = 8
 
 
@@ -26,14 +30,17 @@ class FSxError(Exception):
 def check_lustre_request(storage_capacity: int, subnet_ids: list[str], lustre: dict[str, Any]) -> None:
     deployment = lustre.get("DeploymentType", "SCRATCH_1")
     if deployment in SSD_DEPLOYMENTS and not (storage_capacity == 1200 or storage_capacity % 2400 == 0):
-        raise FSxError("InvalidParameterValue", f"Storage capacity {storage_capacity} GiB is not valid for "
-                       f"{deployment}: use {STORAGE_RULE}")  # fmt: skip
+        raise FSxError(
+            "InvalidParameterValue",
+            f"Storage capacity {storage_capacity} GiB is not valid for {deployment}: use {STORAGE_RULE}",
+        )
     if len(subnet_ids or []) != 1:
         raise FSxError("InvalidParameterValue", "Lustre file systems take exactly one subnet (one Availability Zone)")
     tiers = {"PERSISTENT_1": (50, 100, 200), "PERSISTENT_2": (125, 250, 500, 1000)}
     if deployment in tiers and lustre.get("PerUnitStorageThroughput") not in tiers[deployment]:
-        raise FSxError("InvalidParameterValue", f"PerUnitStorageThroughput for {deployment} must be one of "
-                       f"{tiers[deployment]}")  # fmt: skip
+        raise FSxError(
+            "InvalidParameterValue", f"PerUnitStorageThroughput for {deployment} must be one of {tiers[deployment]}"
+        )
 
 
 def mount_name(file_system_id: str) -> str:
@@ -60,11 +67,17 @@ class Association:
 
     def to_dict(self) -> dict[str, Any]:
         data = {
-            "AssociationId": self.association_id, "ResourceARN": self.arn, "FileSystemId": self.file_system_id,
-            "Lifecycle": self.lifecycle, "FileSystemPath": self.file_system_path,
-            "DataRepositoryPath": self.data_repository_path, "BatchImportMetaDataOnCreate": self.batch_import,
-            "ImportedFileChunkSize": self.chunk_size, "CreationTime": self.created, "Tags": self.tags,
-        }  # fmt: skip
+            "AssociationId": self.association_id,
+            "ResourceARN": self.arn,
+            "FileSystemId": self.file_system_id,
+            "Lifecycle": self.lifecycle,
+            "FileSystemPath": self.file_system_path,
+            "DataRepositoryPath": self.data_repository_path,
+            "BatchImportMetaDataOnCreate": self.batch_import,
+            "ImportedFileChunkSize": self.chunk_size,
+            "CreationTime": self.created,
+            "Tags": self.tags,
+        }
         if self.s3:
             data["S3"] = self.s3
         if self.failure:
@@ -93,12 +106,22 @@ class RepositoryTask:
 
     def to_dict(self) -> dict[str, Any]:
         data = {
-            "TaskId": self.task_id, "Lifecycle": self.lifecycle, "Type": self.type, "CreationTime": self.created,
-            "ResourceARN": self.arn, "Tags": self.tags, "FileSystemId": self.file_system_id, "Paths": self.paths,
+            "TaskId": self.task_id,
+            "Lifecycle": self.lifecycle,
+            "Type": self.type,
+            "CreationTime": self.created,
+            "ResourceARN": self.arn,
+            "Tags": self.tags,
+            "FileSystemId": self.file_system_id,
+            "Paths": self.paths,
             "Report": self.report,
-            "Status": {"TotalCount": self.total, "SucceededCount": self.succeeded, "FailedCount": self.failed,
-                       "LastUpdatedTime": self.end or self.start or self.created},
-        }  # fmt: skip
+            "Status": {
+                "TotalCount": self.total,
+                "SucceededCount": self.succeeded,
+                "FailedCount": self.failed,
+                "LastUpdatedTime": self.end or self.start or self.created,
+            },
+        }
         if self.start:
             data["StartTime"] = self.start
         if self.end:

@@ -56,8 +56,9 @@ def resolve_directory(file_system_id: str, directory_path: str) -> Path:
         raise FSxError("BadRequest", str(error)) from None
     parts = directory_path.strip("/").split("/", 1)
     if not parts or parts[0] != mount_name(file_system_id):
-        raise FSxError("BadRequest", f"DirectoryPath {directory_path} must start with the mount name "
-                       f"/{mount_name(file_system_id)}")  # fmt: skip
+        raise FSxError(
+            "BadRequest", f"DirectoryPath {directory_path} must start with the mount name /{mount_name(file_system_id)}"
+        )
     return association_directory(file_system_id, parts[1] if len(parts) > 1 else "")
 
 
@@ -85,6 +86,7 @@ def _error(self, error: FSxError):
 
 # -- file systems ---------------------------------------------------------------------------------
 
+
 def _to_dict(self) -> dict[str, Any]:
     data = _moto_to_dict(self)
     data["Lifecycle"] = getattr(self, "lifecycle", "AVAILABLE")
@@ -106,8 +108,9 @@ def _response_create_file_system(self):
         return json.dumps({"FileSystem": self.fsx_backend.file_systems[tokens[("fs", token)]].to_dict()})
     if params.get("FileSystemType") == "LUSTRE":
         try:
-            check_lustre_request(params.get("StorageCapacity", 0), params.get("SubnetIds", []),
-                                 params.get("LustreConfiguration") or {})  # fmt: skip
+            check_lustre_request(
+                params.get("StorageCapacity", 0), params.get("SubnetIds", []), params.get("LustreConfiguration") or {}
+            )
         except FSxError as error:
             return _error(self, error)
     body = json.loads(_moto_create_file_system(self))
@@ -141,6 +144,7 @@ def _response_delete_file_system(self):
 
 
 # -- data repository associations -------------------------------------------------------------------
+
 
 def _file_system(self, file_system_id: str):
     if file_system_id not in self.fsx_backend.file_systems:
@@ -194,9 +198,12 @@ def describe_data_repository_associations(self):
     params = json.loads(self.body)
     wanted = params.get("AssociationIds")
     filters = {f["Name"]: f["Values"] for f in params.get("Filters", [])}
-    found = [a for a in associations.values()
-             if (not wanted or a.association_id in wanted)
-             and ("file-system-id" not in filters or a.file_system_id in filters["file-system-id"])]  # fmt: skip
+    found = [
+        a
+        for a in associations.values()
+        if (not wanted or a.association_id in wanted)
+        and ("file-system-id" not in filters or a.file_system_id in filters["file-system-id"])
+    ]
     if wanted and len(found) < len(wanted):
         return _error(self, FSxError("DataRepositoryAssociationNotFound", "No association found for the given ids"))
     return json.dumps({"Associations": [a.to_dict() for a in found]})
@@ -212,6 +219,7 @@ def delete_data_repository_association(self):
 
 
 # -- data repository tasks ---------------------------------------------------------------------------
+
 
 def _import(association: Association, region: str, task: RepositoryTask | None = None) -> None:
     s3 = settings.aws_client("s3", region)
@@ -241,9 +249,16 @@ def _run_task(task: RepositoryTask, region: str, associations: dict[str, Associa
         associations = [a for a in associations.values() if a.file_system_id == task.file_system_id]
         if task.paths:  # relative to the mount point, e.g. "shards" for the association at /shards
             wanted = [p.strip("/") for p in task.paths]
-            associations = [a for a in associations
-                            if any(w == "" or (w + "/").startswith(a.file_system_path.strip("/") + "/")
-                                   or (a.file_system_path.strip("/") + "/").startswith(w + "/") for w in wanted)]  # fmt: skip
+            associations = [
+                a
+                for a in associations
+                if any(
+                    w == ""
+                    or (w + "/").startswith(a.file_system_path.strip("/") + "/")
+                    or (a.file_system_path.strip("/") + "/").startswith(w + "/")
+                    for w in wanted
+                )
+            ]
         for association in associations:
             if task.type == "IMPORT_METADATA_FROM_REPOSITORY":
                 _import(association, region, task)
@@ -270,14 +285,21 @@ def create_data_repository_task(self):
         if params.get("Type") not in TASK_TYPES:
             raise FSxError("BadRequest", f"Type must be one of {TASK_TYPES}")
         if params["Type"] in ("RELEASE_DATA_FROM_FILESYSTEM", "AUTO_RELEASE_DATA"):
-            raise FSxError("BadRequest", f"{params['Type']} is not emulated; use IMPORT_METADATA_FROM_REPOSITORY "
-                           "or EXPORT_TO_REPOSITORY")  # fmt: skip
+            raise FSxError(
+                "BadRequest",
+                f"{params['Type']} is not emulated; use IMPORT_METADATA_FROM_REPOSITORY or EXPORT_TO_REPOSITORY",
+            )
         if getattr(file_system, "lifecycle", "AVAILABLE") != "AVAILABLE":
             raise FSxError("BadRequest", f"File system {file_system.file_system_id} is not AVAILABLE")
-        running = [t for t in tasks.values() if t.file_system_id == file_system.file_system_id
-                   and t.lifecycle in ("PENDING", "EXECUTING")]  # fmt: skip
+        running = [
+            t
+            for t in tasks.values()
+            if t.file_system_id == file_system.file_system_id and t.lifecycle in ("PENDING", "EXECUTING")
+        ]
         if running:
-            raise FSxError("DataRepositoryTaskExecuting", f"Task {running[0].task_id} is still running on this file system")
+            raise FSxError(
+                "DataRepositoryTaskExecuting", f"Task {running[0].task_id} is still running on this file system"
+            )
     except FSxError as error:
         return _error(self, error)
     task = RepositoryTask(file_system.file_system_id, self.region, self.current_account, params)
@@ -305,9 +327,12 @@ def describe_data_repository_tasks(self):
     params = json.loads(self.body)
     wanted = params.get("TaskIds")
     filters = {f["Name"]: f["Values"] for f in params.get("Filters", [])}
-    found = [t for t in tasks.values()
-             if (not wanted or t.task_id in wanted)
-             and ("file-system-id" not in filters or t.file_system_id in filters["file-system-id"])]  # fmt: skip
+    found = [
+        t
+        for t in tasks.values()
+        if (not wanted or t.task_id in wanted)
+        and ("file-system-id" not in filters or t.file_system_id in filters["file-system-id"])
+    ]
     if wanted and len(found) < len(wanted):
         return _error(self, FSxError("DataRepositoryTaskNotFound", "No task found for the given ids"))
     return json.dumps({"DataRepositoryTasks": [t.to_dict() for t in found]})
@@ -342,7 +367,12 @@ def install() -> None:
     response.create_file_system = _response_create_file_system
     response.delete_file_system = _response_delete_file_system
     response.describe_file_systems = _response_describe_file_systems
-    for handler in (create_data_repository_association, describe_data_repository_associations,
-                    delete_data_repository_association, create_data_repository_task,
-                    cancel_data_repository_task, describe_data_repository_tasks):  # fmt: skip
+    for handler in (
+        create_data_repository_association,
+        describe_data_repository_associations,
+        delete_data_repository_association,
+        create_data_repository_task,
+        cancel_data_repository_task,
+        describe_data_repository_tasks,
+    ):
         setattr(response, handler.__name__, handler)

@@ -63,8 +63,11 @@ def _execute(job, run) -> None:
     try:
         command = job.command or {}
         if command.get("Name") != "pythonshell":
-            return _finish(run, "FAILED", f"the emulator runs Python shell jobs only; {command.get('Name')} "
-                           "(Spark) jobs are not emulated")  # fmt: skip
+            return _finish(
+                run,
+                "FAILED",
+                f"the emulator runs Python shell jobs only; {command.get('Name')} (Spark) jobs are not emulated",
+            )
         work = settings.current().jobs_dir / "glue" / run.job_run_id
         work.mkdir(parents=True, exist_ok=True)
         s3 = settings.aws_client("s3", region)
@@ -75,8 +78,13 @@ def _execute(job, run) -> None:
         env = job_env.for_job(region)
         logs = settings.aws_client("logs", region)
         out, err = LogShipper(logs, OUTPUT_GROUP, run.job_run_id), LogShipper(logs, ERROR_GROUP, run.job_run_id)
-        process, tail = launch([sys.executable, str(script), "--JOB_NAME", job.name, "--JOB_RUN_ID", run.job_run_id,
-                                 *args], cwd=work, env=env, on_line=out.write, on_error_line=err.write)  # fmt: skip
+        process, tail = launch(
+            [sys.executable, str(script), "--JOB_NAME", job.name, "--JOB_RUN_ID", run.job_run_id, *args],
+            cwd=work,
+            env=env,
+            on_line=out.write,
+            on_error_line=err.write,
+        )
         deadline = time.monotonic() + 60 * int(run.timeout or 2880)  # Timeout is in minutes (default 48 h)
         while process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.2)

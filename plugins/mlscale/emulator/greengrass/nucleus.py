@@ -38,8 +38,9 @@ def device_root(thing: str) -> Path:
 
 
 def run_step(script: str, cwd: Path, timeout: int, env: dict[str, str], shipper: LogShipper, what: str) -> None:
-    process = subprocess.run(["/bin/sh", "-c", script], cwd=cwd, env=env, capture_output=True, text=True,
-                             timeout=timeout)  # fmt: skip
+    process = subprocess.run(
+        ["/bin/sh", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     for line in (process.stdout + process.stderr).splitlines():
         shipper.write(line)
     if process.returncode != 0:
@@ -82,12 +83,22 @@ def deploy_component(thing: str, platform: dict, recipe: dict, update: dict | No
     logs = settings.aws_client("logs", region)
     shipper = LogShipper(logs, f"/aws/greengrass/UserComponent/{region}/{name}", thing)
     try:
-        for step_name, default_timeout in (("install", INSTALL_TIMEOUT), ("run", timeout), ("startup", INSTALL_TIMEOUT)):
+        for step_name, default_timeout in (
+            ("install", INSTALL_TIMEOUT),
+            ("run", timeout),
+            ("startup", INSTALL_TIMEOUT),
+        ):
             script, step_timeout = lifecycle_step(lifecycle.get(step_name))
             if script:
                 try:
-                    run_step(substitute(script, **fill), work, int(step_timeout or default_timeout), env, shipper,
-                             f"{name} {step_name.capitalize()}")  # fmt: skip
+                    run_step(
+                        substitute(script, **fill),
+                        work,
+                        int(step_timeout or default_timeout),
+                        env,
+                        shipper,
+                        f"{name} {step_name.capitalize()}",
+                    )
                 except subprocess.TimeoutExpired:
                     raise DeviceFailure(f"{name} {step_name.capitalize()} timed out") from None
     finally:

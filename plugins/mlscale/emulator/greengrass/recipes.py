@@ -15,8 +15,12 @@ class RecipeError(ValueError):
 def _lower_keys(value: Any) -> Any:
     """Recipe keys are case-insensitive: compare them lower-cased (values keep their case)."""
     if isinstance(value, dict):
-        return {str(k).lower(): (_lower_keys(v) if str(k).lower() not in ("defaultconfiguration", "componentdependencies") else v)
-                for k, v in value.items()}  # fmt: skip
+        return {
+            str(k).lower(): (
+                _lower_keys(v) if str(k).lower() not in ("defaultconfiguration", "componentdependencies") else v
+            )
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_lower_keys(v) for v in value]
     return value
@@ -61,8 +65,9 @@ def select_manifest(recipe: dict, os_name: str, architecture: str) -> dict:
         platform = manifest.get("platform") or {}
         if _matches(platform.get("os"), os_name) and _matches(platform.get("architecture"), architecture):
             return manifest
-    raise RecipeError(f"no manifest of {recipe['componentname']} matches platform os={os_name} "
-                      f"architecture={architecture}")  # fmt: skip
+    raise RecipeError(
+        f"no manifest of {recipe['componentname']} matches platform os={os_name} architecture={architecture}"
+    )
 
 
 def configuration(recipe: dict, update: dict | None) -> dict:
@@ -82,8 +87,12 @@ def substitute(text: str, *, artifacts: str, decompressed: str, work: str, thing
         return value if isinstance(value, str) else json.dumps(value)
 
     text = re.sub(r"\{configuration:(/[^}]*)\}", pointer, text)
-    return (text.replace("{artifacts:path}", artifacts).replace("{artifacts:decompressedPath}", decompressed)
-            .replace("{work:path}", work).replace("{iot:thingName}", thing))  # fmt: skip
+    return (
+        text.replace("{artifacts:path}", artifacts)
+        .replace("{artifacts:decompressedPath}", decompressed)
+        .replace("{work:path}", work)
+        .replace("{iot:thingName}", thing)
+    )
 
 
 def lifecycle_step(step: Any) -> tuple[str | None, int | None]:

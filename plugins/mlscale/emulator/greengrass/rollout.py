@@ -30,9 +30,14 @@ def record(t: Any, thing: str, deployment: dict, status: str, reason: str = "") 
         history = t.device_history.setdefault(thing, [])
         entry = next((e for e in history if e["deploymentId"] == deployment["deploymentId"]), None)
         if entry is None:
-            entry = {"deploymentId": deployment["deploymentId"], "deploymentName": deployment["deploymentName"],
-                     "iotJobId": deployment["iotJobId"], "iotJobArn": deployment["iotJobArn"],
-                     "targetArn": deployment["targetArn"], "creationTimestamp": time.time()}  # fmt: skip
+            entry = {
+                "deploymentId": deployment["deploymentId"],
+                "deploymentName": deployment["deploymentName"],
+                "iotJobId": deployment["iotJobId"],
+                "iotJobArn": deployment["iotJobArn"],
+                "targetArn": deployment["targetArn"],
+                "creationTimestamp": time.time(),
+            }
             history.append(entry)
         entry.update({"coreDeviceExecutionStatus": status, "reason": reason, "modifiedTimestamp": time.time()})
 
@@ -84,8 +89,9 @@ class _Rollout:
         return "the deployment was canceled" if status == "CANCELED" else "a newer deployment to the target replaced it"
 
     def reach(self, device: dict) -> None:
-        thread = threading.Thread(target=self._install, args=(device,), daemon=True,
-                                  name=f"greengrass-{device['coreDeviceThingName']}")  # fmt: skip
+        thread = threading.Thread(
+            target=self._install, args=(device,), daemon=True, name=f"greengrass-{device['coreDeviceThingName']}"
+        )
         thread.start()
         self._threads.append(thread)
 
@@ -100,8 +106,7 @@ class _Rollout:
                 record(self.t, thing, self.deployment, "CANCELED", self.why_stopped() or "")
                 return
             try:
-                succeeded = _deploy_to_device(self.t, self.deployment, device, self.policies, self.timeout,
-                                              self.region)  # fmt: skip
+                succeeded = _deploy_to_device(self.t, self.deployment, device, self.policies, self.timeout, self.region)
             except Exception as error:  # an emulator fault: the device fails with it instead of staying IN_PROGRESS
                 record(self.t, thing, self.deployment, "FAILED", f"InternalError: {error!r}")
                 succeeded = False
@@ -117,8 +122,10 @@ def _deploy_to_device(t: Any, deployment: dict, device: dict, policies: dict, ti
     thing = device["coreDeviceThingName"]
     record(t, thing, deployment, "IN_PROGRESS")
     platform = {"os": device["platform"], "architecture": device["architecture"]}
-    wanted = [(t.components[(n, s["componentVersion"])]["recipe"], s.get("configurationUpdate"))
-              for n, s in deployment["components"].items()]  # fmt: skip
+    wanted = [
+        (t.components[(n, s["componentVersion"])]["recipe"], s.get("configurationUpdate"))
+        for n, s in deployment["components"].items()
+    ]
     running = {_same(recipe, update) for recipe, update in t.device_components.get(thing, [])}
     try:
         for recipe, update in wanted:

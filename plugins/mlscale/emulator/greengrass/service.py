@@ -81,6 +81,7 @@ def component_arn(region: str, name: str, version: str | None = None) -> str:
 
 # -- components --------------------------------------------------------------------------------------
 
+
 def create_component_version(request, full_url, headers):
     t = _tables(headers)
     body, region = _body(request), _region(headers)
@@ -95,10 +96,18 @@ def create_component_version(request, full_url, headers):
     if (name, version) in t.components:
         return _error(409, "ConflictException", f"Component {name} version {version} already exists")
     errors = _missing_artifacts(recipe, region)
-    status = {"componentState": "FAILED" if errors else "DEPLOYABLE",
-              "message": "NOT_DEPLOYABLE" if errors else "DEPLOYABLE", "errors": errors}  # fmt: skip
-    summary = {"arn": component_arn(region, name, version), "componentName": name, "componentVersion": version,
-               "creationTimestamp": time.time(), "status": status}  # fmt: skip
+    status = {
+        "componentState": "FAILED" if errors else "DEPLOYABLE",
+        "message": "NOT_DEPLOYABLE" if errors else "DEPLOYABLE",
+        "errors": errors,
+    }
+    summary = {
+        "arn": component_arn(region, name, version),
+        "componentName": name,
+        "componentVersion": version,
+        "creationTimestamp": time.time(),
+        "status": status,
+    }
     t.components[(name, version)] = {"recipe": recipe, "summary": summary}
     if token:
         t.tokens[token] = f"{name}|{version}"
@@ -129,26 +138,43 @@ def describe_component(request, full_url, headers):
     record = t.components[key]
     recipe = record["recipe"]
     summary = record["summary"]
-    return _json(200, {**summary, "publisher": recipe.get("componentpublisher", ""),
-                       "description": recipe.get("componentdescription", ""),
-                       "platforms": [m.get("platform", {}) for m in recipe.get("manifests") or []]})  # fmt: skip
+    return _json(
+        200,
+        {
+            **summary,
+            "publisher": recipe.get("componentpublisher", ""),
+            "description": recipe.get("componentdescription", ""),
+            "platforms": [m.get("platform", {}) for m in recipe.get("manifests") or []],
+        },
+    )
 
 
 # -- core devices --------------------------------------------------------------------------------------
 
+
 def core_devices(region: str, group_arn: str | None = None) -> list[dict]:
     iot = settings.aws_client("iot", region)
     if group_arn:
-        names = [t for page in iot.get_paginator("list_things_in_thing_group").paginate(
-            thingGroupName=group_arn.split("/")[-1]) for t in page["things"]]  # fmt: skip
+        names = [
+            t
+            for page in iot.get_paginator("list_things_in_thing_group").paginate(
+                thingGroupName=group_arn.split("/")[-1]
+            )
+            for t in page["things"]
+        ]
     else:
         names = [t["thingName"] for t in iot.list_things()["things"]]
     devices = []
     for name in names:
         attributes = iot.describe_thing(thingName=name).get("attributes", {})
         if attributes.get("greengrass") == "core":
-            devices.append({"coreDeviceThingName": name, "platform": attributes.get("os", "linux"),
-                            "architecture": attributes.get("architecture", "amd64")})  # fmt: skip
+            devices.append(
+                {
+                    "coreDeviceThingName": name,
+                    "platform": attributes.get("os", "linux"),
+                    "architecture": attributes.get("architecture", "amd64"),
+                }
+            )
     return devices
 
 
@@ -158,7 +184,9 @@ def list_core_devices(request, full_url, headers):
     devices = core_devices(_region(headers), (query.get("thingGroupArn") or [None])[0])
     for device in devices:
         history = t.device_history.get(device["coreDeviceThingName"], [])
-        device["status"] = "UNHEALTHY" if history and history[-1]["coreDeviceExecutionStatus"] == "FAILED" else "HEALTHY"
+        device["status"] = (
+            "UNHEALTHY" if history and history[-1]["coreDeviceExecutionStatus"] == "FAILED" else "HEALTHY"
+        )
         device["lastStatusUpdateTimestamp"] = history[-1]["modifiedTimestamp"] if history else time.time()
         device["runtime"] = "aws_nucleus_classic"
     return _json(200, {"coreDevices": devices})
@@ -171,6 +199,7 @@ def list_effective_deployments(request, full_url, headers):
 
 
 # -- deployments ---------------------------------------------------------------------------------------
+
 
 def deployments(request, full_url, headers):
     """POST creates a deployment, GET lists them (ListDeployments)."""
@@ -186,10 +215,20 @@ def list_deployments(request, full_url, headers):
     query = parse_qs(urlparse(full_url).query)
     target = (query.get("targetArn") or [None])[0]
     latest_only = (query.get("historyFilter") or ["LATEST_ONLY"])[0] == "LATEST_ONLY"
-    found = [d for d in sorted(t.deployments.values(), key=lambda d: d["creationTimestamp"], reverse=True)
-             if (target is None or d["targetArn"] == target) and (not latest_only or d["isLatestForTarget"])]  # fmt: skip
-    keys = ("targetArn", "revisionId", "deploymentId", "deploymentName", "creationTimestamp", "deploymentStatus",
-            "isLatestForTarget")  # fmt: skip
+    found = [
+        d
+        for d in sorted(t.deployments.values(), key=lambda d: d["creationTimestamp"], reverse=True)
+        if (target is None or d["targetArn"] == target) and (not latest_only or d["isLatestForTarget"])
+    ]
+    keys = (
+        "targetArn",
+        "revisionId",
+        "deploymentId",
+        "deploymentName",
+        "creationTimestamp",
+        "deploymentStatus",
+        "isLatestForTarget",
+    )
     return _json(200, {"deployments": [{k: d[k] for k in keys} for d in found]})
 
 
@@ -208,18 +247,28 @@ def create_deployment(request, full_url, headers):
     for name, spec in components.items():
         record = t.components.get((name, spec.get("componentVersion")))
         if record is None or record["summary"]["status"]["componentState"] != "DEPLOYABLE":
-            return _error(400, "ValidationException", f"Component {name} {spec.get('componentVersion')} is not "
-                          "DEPLOYABLE in this account and region")  # fmt: skip
+            return _error(
+                400,
+                "ValidationException",
+                f"Component {name} {spec.get('componentVersion')} is not DEPLOYABLE in this account and region",
+            )
     deployment_id = str(uuid.uuid4())
     job_id = hashlib.sha256(deployment_id.encode()).hexdigest()[:32]
     deployment = {
-        "deploymentId": deployment_id, "iotJobId": job_id,
-        "iotJobArn": f"arn:aws:iot:{region}:{settings.ACCOUNT_ID}:job/{job_id}", "targetArn": target,
-        "deploymentName": body.get("deploymentName", deployment_id), "components": components,
+        "deploymentId": deployment_id,
+        "iotJobId": job_id,
+        "iotJobArn": f"arn:aws:iot:{region}:{settings.ACCOUNT_ID}:job/{job_id}",
+        "targetArn": target,
+        "deploymentName": body.get("deploymentName", deployment_id),
+        "components": components,
         "deploymentPolicies": body.get("deploymentPolicies") or {"failureHandlingPolicy": "ROLLBACK"},
-        "iotJobConfiguration": body.get("iotJobConfiguration") or {}, "creationTimestamp": time.time(),
-        "deploymentStatus": "ACTIVE", "revisionId": "1", "isLatestForTarget": True, "tags": body.get("tags") or {},
-    }  # fmt: skip
+        "iotJobConfiguration": body.get("iotJobConfiguration") or {},
+        "creationTimestamp": time.time(),
+        "deploymentStatus": "ACTIVE",
+        "revisionId": "1",
+        "isLatestForTarget": True,
+        "tags": body.get("tags") or {},
+    }
     with rollout.LOCK:
         for other in t.deployments.values():
             if other["targetArn"] == target:
@@ -287,7 +336,9 @@ def recover() -> None:
             for thing, history in t.device_history.items():
                 for entry in history:
                     if entry["deploymentId"] == deployment["deploymentId"] and entry["coreDeviceExecutionStatus"] in (
-                            "QUEUED", "IN_PROGRESS"):  # fmt: skip
+                        "QUEUED",
+                        "IN_PROGRESS",
+                    ):
                         rollout.record(t, thing, deployment, "FAILED", INTERRUPTED)
 
 

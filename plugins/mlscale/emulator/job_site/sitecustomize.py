@@ -14,8 +14,17 @@ import importlib.abc
 import socket
 import sys
 
-_PARAMETERS = ("host_name", "port", "world_size", "is_master", "timeout", "wait_for_workers", "multi_tenant",
-               "master_listen_fd", "use_libuv")  # TCPStore's, in order  # fmt: skip
+_PARAMETERS = (
+    "host_name",
+    "port",
+    "world_size",
+    "is_master",
+    "timeout",
+    "wait_for_workers",
+    "multi_tenant",
+    "master_listen_fd",
+    "use_libuv",
+)  # TCPStore's, in order
 
 
 def loopback_listener(port: int) -> int:

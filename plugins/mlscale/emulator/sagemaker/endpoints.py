@@ -69,8 +69,11 @@ def _serve(backend, endpoint) -> None:
 
     # moto keeps the describe shape of the variants; the fleet needs the config's (ModelName, counts, weights)
     variants = backend.describe_endpoint_config(endpoint.endpoint_config_name)["ProductionVariants"]
-    threading.Thread(target=_bring_up, args=(endpoint, endpoint.endpoint_config_name, variants, backend.region_name,
-                                             ready), daemon=True).start()  # fmt: skip
+    threading.Thread(
+        target=_bring_up,
+        args=(endpoint, endpoint.endpoint_config_name, variants, backend.region_name, ready),
+        daemon=True,
+    ).start()
 
 
 def _response_create_endpoint(self) -> ActionResult:
@@ -88,10 +91,10 @@ def _response_update_endpoint(self) -> ActionResult:
     name, config_name = self._get_param("EndpointName"), self._get_param("EndpointConfigName")
     backend = self.sagemaker_backend
     if name not in backend.endpoints:
-        raise ValidationError(f"Could not find endpoint \"{name}\".")
+        raise ValidationError(f'Could not find endpoint "{name}".')
     endpoint = backend.endpoints[name]
     if endpoint.endpoint_status != "InService":
-        raise ValidationError(f"Cannot update in-progress endpoint \"{name}\" (status {endpoint.endpoint_status}).")
+        raise ValidationError(f'Cannot update in-progress endpoint "{name}" (status {endpoint.endpoint_status}).')
     config = backend.describe_endpoint_config(config_name)
     quotas.check_endpoint(config["ProductionVariants"], backend.endpoints, backend.endpoint_configs)  # blue runs on
     deployment = self._get_param("DeploymentConfig")
@@ -109,8 +112,10 @@ def _response_update_endpoint(self) -> ActionResult:
         firing = shift_traffic(router, fleet, plan, region)
         if firing:
             fleet.stop()
-            endpoint.failure_reason = (f"Update rolled back: alarm {firing} went into ALARM while traffic shifted; "
-                                       f"the endpoint still serves {endpoint.endpoint_config_name}")  # fmt: skip
+            endpoint.failure_reason = (
+                f"Update rolled back: alarm {firing} went into ALARM while traffic shifted; "
+                f"the endpoint still serves {endpoint.endpoint_config_name}"
+            )
         else:
             old = router.promote()
             endpoint.endpoint_config_name = config_name
@@ -121,8 +126,9 @@ def _response_update_endpoint(self) -> ActionResult:
         endpoint.endpoint_status = "InService"
         endpoint.last_modified_time = _now()
 
-    threading.Thread(target=_bring_up, args=(endpoint, config_name, config["ProductionVariants"], region, ready),
-                     daemon=True).start()  # fmt: skip
+    threading.Thread(
+        target=_bring_up, args=(endpoint, config_name, config["ProductionVariants"], region, ready), daemon=True
+    ).start()
     return ActionResult({"EndpointArn": endpoint.arn})
 
 
@@ -136,8 +142,11 @@ def _response_delete_endpoint(self) -> EmptyResult:
 
 
 def _error(status: int, kind: str, body: dict):
-    return status, {"status": status, "Content-Type": "application/json", "x-amzn-ErrorType": kind}, json.dumps(
-        {"__type": kind, **body})  # fmt: skip
+    return (
+        status,
+        {"status": status, "Content-Type": "application/json", "x-amzn-ErrorType": kind},
+        json.dumps({"__type": kind, **body}),
+    )
 
 
 def _runtime_invoke_endpoint(self):
@@ -148,18 +157,28 @@ def _runtime_invoke_endpoint(self):
     endpoint = sm_models.sagemaker_backends[self.current_account][self.region].endpoints.get(name)
     fleet = _fleets.get(endpoint.arn) if endpoint else None
     if fleet is None:
-        return _error(400, "ValidationError", {"message": f"Endpoint {name} of account {self.current_account} not found."})
+        return _error(
+            400, "ValidationError", {"message": f"Endpoint {name} of account {self.current_account} not found."}
+        )
     try:
-        answer, content_type, variant = fleet.invoke(self.raw_body or b"",
-                                                     self.headers.get("Content-Type"), self.headers.get("Accept"),
-                                                     self.headers.get("X-Amzn-SageMaker-Target-Variant"))  # fmt: skip
+        answer, content_type, variant = fleet.invoke(
+            self.raw_body or b"",
+            self.headers.get("Content-Type"),
+            self.headers.get("Accept"),
+            self.headers.get("X-Amzn-SageMaker-Target-Variant"),
+        )
     except KeyError as missing:
         return _error(400, "ValidationError", {"message": f"Variant {missing} is not in endpoint {name}."})
     except ModelError as error:
-        message = (f"Received client error ({error.status}) from primary with message \"{error.body[:500]}\". "
-                   f"See the CloudWatch log group /aws/sagemaker/Endpoints/{name} for more information.")  # fmt: skip
-        return _error(424, "ModelError", {"message": message, "OriginalStatusCode": error.status,
-                                          "OriginalMessage": error.body[:1000]})  # fmt: skip
+        message = (
+            f'Received client error ({error.status}) from primary with message "{error.body[:500]}". '
+            f"See the CloudWatch log group /aws/sagemaker/Endpoints/{name} for more information."
+        )
+        return _error(
+            424,
+            "ModelError",
+            {"message": message, "OriginalStatusCode": error.status, "OriginalMessage": error.body[:1000]},
+        )
     headers = {"Content-Type": content_type, "x-Amzn-Invoked-Production-Variant": variant}
     custom = self.headers.get("X-Amzn-SageMaker-Custom-Attributes")
     if custom:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from moto.core.responses import ActionResult, EmptyResult
@@ -53,8 +53,10 @@ class JobKindPatch:
             name = args[0] if args else kwargs[f"{patch.kind}_job_name"]
             if name in patch._jobs(backend):
                 arn = patch._jobs(backend)[name].arn
-                raise ResourceInUse(f"Job names must be unique within an AWS account and region, and a "
-                                    f"{patch.kind} job with this name already exists ({arn})")  # fmt: skip
+                raise ResourceInUse(
+                    f"Job names must be unique within an AWS account and region, and a "
+                    f"{patch.kind} job with this name already exists ({arn})"
+                )
             return moto_create(backend, *args, **kwargs)
 
         def stop(backend, *args: Any, **kwargs: Any) -> None:
@@ -100,7 +102,7 @@ class JobKindPatch:
 
     def recover(self) -> None:
         """After a restore: a job that ran when the emulator stopped ends Failed (its processes are gone)."""
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         for backend in backends_of(sm_models.sagemaker_backends):
             for job in self._jobs(backend).values():
                 if getattr(job, f"{self.kind}_job_status") not in ("InProgress", "Stopping"):
@@ -112,4 +114,5 @@ class JobKindPatch:
                     job.secondary_status = "Failed"
                     job.secondary_status_transitions[-1].setdefault("EndTime", now)
                     job.secondary_status_transitions.append(
-                        {"Status": "Failed", "StartTime": now, "EndTime": now, "StatusMessage": INTERRUPTED})
+                        {"Status": "Failed", "StartTime": now, "EndTime": now, "StatusMessage": INTERRUPTED}
+                    )

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from moto.sagemaker import responses as sm_responses
 from moto.sagemaker.exceptions import ValidationError
 
 KINDS = ("training", "processing", "transform", "compilation")
-SORT_KEYS = {"Name": lambda kind: f"{kind}_job_name", "CreationTime": lambda kind: "creation_time",
-             "Status": lambda kind: f"{kind}_job_status"}  # fmt: skip
+SORT_KEYS = {
+    "Name": lambda kind: f"{kind}_job_name",
+    "CreationTime": lambda kind: "creation_time",
+    "Status": lambda kind: f"{kind}_job_status",
+}
 
 
 def _moment(value: Any) -> datetime | None:
@@ -28,9 +31,9 @@ def _moment(value: Any) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     if isinstance(value, (int, float)) or re.fullmatch(r"\d+(\.\d+)?", str(value)):
-        return datetime.fromtimestamp(float(value), timezone.utc)
+        return datetime.fromtimestamp(float(value), UTC)
     try:
         return _moment(datetime.fromisoformat(str(value)))
     except ValueError:
@@ -74,8 +77,10 @@ def _lister(kind: str):
             if params.get(key) not in (None, ""):
                 jobs = [job for job in jobs if keep(job, params[key])]
         sort_key = SORT_KEYS.get(params.get("SortBy") or "CreationTime", SORT_KEYS["CreationTime"])(kind)
-        jobs.sort(key=lambda job: _moment(getattr(job, sort_key)) if sort_key.endswith("_time")
-                  else getattr(job, sort_key), reverse=params.get("SortOrder") == "Descending")  # fmt: skip
+        jobs.sort(
+            key=lambda job: _moment(getattr(job, sort_key)) if sort_key.endswith("_time") else getattr(job, sort_key),
+            reverse=params.get("SortOrder") == "Descending",
+        )
         start = _start(params.get("NextToken"), len(jobs))
         size = int(params.get("MaxResults") or 10)  # the API's default page
         page = jobs[start : start + size]

@@ -34,8 +34,9 @@ def _keep(job, response) -> None:
     job.environment = response._get_param("Environment") or {}
 
 
-PATCH = JobKindPatch("processing", "FakeProcessingJob", EmulatedProcessingJob, ProcessingRun, requests.processing,
-                     _keep)  # fmt: skip
+PATCH = JobKindPatch(
+    "processing", "FakeProcessingJob", EmulatedProcessingJob, ProcessingRun, requests.processing, _keep
+)
 install = PATCH.install
 stop_all = PATCH.stop_all
 recover = PATCH.recover

@@ -48,7 +48,8 @@ def check(quota_kind: str, instance_type: str, requested: int, in_use: int) -> N
             f"The account-level service limit '{quota}' is {allowed} Instances, with current utilization of "
             f"{in_use} Instances and a request delta of {requested} Instances. Please use AWS Service Quotas to "
             "request an increase for this quota. If AWS Service Quotas is not available, contact AWS support to "
-            "request an increase for this quota.")  # fmt: skip
+            "request an increase for this quota."
+        )
 
 
 # where each job kind keeps its instances, in its request and in moto's model
@@ -86,8 +87,9 @@ def check_endpoint(variants: list[dict], endpoints: dict, configs: dict) -> None
     """An endpoint's variants against the instances other live endpoints hold (an update's blue fleet counts:
     both fleets run while traffic shifts)."""
     for instance_type in {v.get("InstanceType") for v in variants if v.get("InstanceType")}:
-        requested = sum(int(v.get("InitialInstanceCount") or 1) for v in variants
-                        if v.get("InstanceType") == instance_type)  # fmt: skip
+        requested = sum(
+            int(v.get("InitialInstanceCount") or 1) for v in variants if v.get("InstanceType") == instance_type
+        )
         in_use = 0
         for endpoint in endpoints.values():
             if getattr(endpoint, "endpoint_status", None) not in RUNNING:

@@ -22,8 +22,9 @@ PROCESSING_ROOT = "/opt/ml/processing/"
 
 
 def _constraint(value: Any, field: str, rule: str) -> ValidationError:
-    return ValidationError(f"1 validation error detected: Value '{value}' at '{field}' failed to satisfy "
-                           f"constraint: {rule}")  # fmt: skip
+    return ValidationError(
+        f"1 validation error detected: Value '{value}' at '{field}' failed to satisfy constraint: {rule}"
+    )
 
 
 def name(value: Any, field: str) -> None:
@@ -54,8 +55,12 @@ def metric_definitions(definitions: Any, field: str) -> None:
         try:
             metric_pattern(regex)
         except (re2.error, TypeError):
-            raise _constraint(regex, f"{field}.{index + 1}.member.regex", "Member must be a regular expression "
-                              "the emulator can match in linear time (RE2: no backreferences or lookaround)") from None
+            raise _constraint(
+                regex,
+                f"{field}.{index + 1}.member.regex",
+                "Member must be a regular expression "
+                "the emulator can match in linear time (RE2: no backreferences or lookaround)",
+            ) from None
 
 
 def program(environment: dict | None, hyperparameters: dict | None) -> str | None:
@@ -73,26 +78,38 @@ def training(params: dict) -> None:
     refused = algorithms.refusal(image, program(params.get("Environment"), params.get("HyperParameters")))
     if refused:
         raise _constraint(image, "algorithmSpecification.trainingImage", refused)
-    metric_definitions((params.get("AlgorithmSpecification") or {}).get("MetricDefinitions"),
-                       "algorithmSpecification.metricDefinitions")
+    metric_definitions(
+        (params.get("AlgorithmSpecification") or {}).get("MetricDefinitions"),
+        "algorithmSpecification.metricDefinitions",
+    )
     instance_count((params.get("ResourceConfig") or {}).get("InstanceCount"), "resourceConfig.instanceCount")
     for index, channel in enumerate(params.get("InputDataConfig") or []):
         channel_name = channel.get("ChannelName")
         if not isinstance(channel_name, str) or not CHANNEL.fullmatch(channel_name) or not channel_name.strip("."):
-            raise _constraint(channel_name, f"inputDataConfig.{index + 1}.member.channelName",
-                              f"Member must satisfy regular expression pattern: {CHANNEL.pattern}, and not be only "
-                              "dots (the channel is the directory /opt/ml/input/data/<name>)")  # fmt: skip
+            raise _constraint(
+                channel_name,
+                f"inputDataConfig.{index + 1}.member.channelName",
+                f"Member must satisfy regular expression pattern: {CHANNEL.pattern}, and not be only "
+                "dots (the channel is the directory /opt/ml/input/data/<name>)",
+            )
 
 
 def processing(params: dict) -> None:
     name(params.get("ProcessingJobName"), "processingJobName")
     cluster = (params.get("ProcessingResources") or {}).get("ClusterConfig") or {}
     instance_count(cluster.get("InstanceCount"), "processingResources.clusterConfig.instanceCount")
-    paths = [(f"processingInputs.{i + 1}.member.s3Input.localPath", (item.get("S3Input") or {}).get("LocalPath"))
-             for i, item in enumerate(params.get("ProcessingInputs") or [])]
+    paths = [
+        (f"processingInputs.{i + 1}.member.s3Input.localPath", (item.get("S3Input") or {}).get("LocalPath"))
+        for i, item in enumerate(params.get("ProcessingInputs") or [])
+    ]
     outputs = (params.get("ProcessingOutputConfig") or {}).get("Outputs") or []
-    paths += [(f"processingOutputConfig.outputs.{i + 1}.member.s3Output.localPath",
-               (item.get("S3Output") or {}).get("LocalPath")) for i, item in enumerate(outputs)]  # fmt: skip
+    paths += [
+        (
+            f"processingOutputConfig.outputs.{i + 1}.member.s3Output.localPath",
+            (item.get("S3Output") or {}).get("LocalPath"),
+        )
+        for i, item in enumerate(outputs)
+    ]
     for field, path in paths:
         if path is None:
             continue

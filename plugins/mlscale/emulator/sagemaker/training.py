@@ -37,9 +37,12 @@ class EmulatedTrainingJob(_MotoTrainingJob):
         self.training_job_status = "InProgress"
         self.secondary_status = "Starting"
         self.secondary_status_transitions = [
-            {"Status": "Starting", "StartTime": self.creation_time,
-             "StatusMessage": "Preparing the instances for training"}
-        ]  # fmt: skip
+            {
+                "Status": "Starting",
+                "StartTime": self.creation_time,
+                "StatusMessage": "Preparing the instances for training",
+            }
+        ]
         self.training_start_time = None
         self.training_end_time = None
         self.final_metric_data_list = []

@@ -42,8 +42,11 @@ def _pattern(text: str) -> re.Pattern | None:
 
 
 def _error(status: int, kind: str, message: str):
-    return status, {"status": status, "Content-Type": "application/json", "x-amzn-ErrorType": kind}, json.dumps(
-        {"__type": kind, "message": message})  # fmt: skip
+    return (
+        status,
+        {"status": status, "Content-Type": "application/json", "x-amzn-ErrorType": kind},
+        json.dumps({"__type": kind, "message": message}),
+    )
 
 
 def problem(action: str, body: bytes | str | None, service: str = "sagemaker") -> tuple[str, str] | None:
@@ -65,8 +68,10 @@ def problem(action: str, body: bytes | str | None, service: str = "sagemaker") -
         return "ValidationException", report.generate_report()
     broken = constraint_errors(params, operation.input_shape)
     if broken:
-        return "ValidationException", f"{len(broken)} validation error{'s' if len(broken) > 1 else ''} detected: " + \
-            "; ".join(broken)  # fmt: skip
+        return (
+            "ValidationException",
+            f"{len(broken)} validation error{'s' if len(broken) > 1 else ''} detected: " + "; ".join(broken),
+        )
     return None
 
 
@@ -83,8 +88,11 @@ def constraint_errors(value: Any, shape, path: str = "", depth: int = 0) -> list
                 found += constraint_errors(value[name], member, field, depth + 1)
         return found
     if kind == "list" and isinstance(value, list):
-        return [e for i, item in enumerate(value)
-                for e in constraint_errors(item, shape.member, f"{path}.{i + 1}.member", depth + 1)]  # fmt: skip
+        return [
+            e
+            for i, item in enumerate(value)
+            for e in constraint_errors(item, shape.member, f"{path}.{i + 1}.member", depth + 1)
+        ]
     if kind == "map" and isinstance(value, dict):
         found = []
         for key, item in value.items():

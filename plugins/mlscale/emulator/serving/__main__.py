@@ -27,9 +27,11 @@ def make_handler(chain: HandlerChain, max_body: int, framework: str = "pytorch")
             if self.path == "/ping":
                 return self._send(200)
             if self.path == "/execution-parameters":
-                params = {"MaxConcurrentTransforms": int(os.environ.get("SAGEMAKER_MAX_CONCURRENT_TRANSFORMS", 1)),
-                          "BatchStrategy": os.environ.get("SAGEMAKER_BATCH_STRATEGY", "MULTI_RECORD"),
-                          "MaxPayloadInMB": int(os.environ.get("SAGEMAKER_MAX_PAYLOAD_IN_MB", 6))}  # fmt: skip
+                params = {
+                    "MaxConcurrentTransforms": int(os.environ.get("SAGEMAKER_MAX_CONCURRENT_TRANSFORMS", 1)),
+                    "BatchStrategy": os.environ.get("SAGEMAKER_BATCH_STRATEGY", "MULTI_RECORD"),
+                    "MaxPayloadInMB": int(os.environ.get("SAGEMAKER_MAX_PAYLOAD_IN_MB", 6)),
+                }
                 return self._send(200, json.dumps(params).encode())
             self._send(404, b'{"error": "not found"}')
 
@@ -38,8 +40,10 @@ def make_handler(chain: HandlerChain, max_body: int, framework: str = "pytorch")
                 return self._send(404, b'{"error": "not found"}')
             length = int(self.headers.get("Content-Length", 0))
             if length > max_body:
-                return self._send(413, json.dumps({"error": "PayloadTooLarge",
-                                                   "error-message": f"{length} bytes > {max_body}"}).encode())  # fmt: skip
+                return self._send(
+                    413,
+                    json.dumps({"error": "PayloadTooLarge", "error-message": f"{length} bytes > {max_body}"}).encode(),
+                )
             body = self.rfile.read(length)
             accept = self.headers.get("Accept") or "*/*"
             accept = default_accept(framework) if accept == "*/*" else accept
@@ -47,11 +51,16 @@ def make_handler(chain: HandlerChain, max_body: int, framework: str = "pytorch")
                 result, kind = chain(body, self.headers.get("Content-Type", ""), accept)
                 self._send(200, result, kind)
             except HandlerError as error:
-                self._send(error.status, json.dumps({"error": type(error).__name__, "error-message": str(error)}).encode())
+                self._send(
+                    error.status, json.dumps({"error": type(error).__name__, "error-message": str(error)}).encode()
+                )
             except Exception as error:  # the user's code failed: 500 with its reason, as the toolkits answer
                 status = getattr(error, "status_code", 500)
-                payload = {"error": type(error).__name__, "error-message": str(error),
-                           "stack-trace": traceback.format_exc()}  # fmt: skip
+                payload = {
+                    "error": type(error).__name__,
+                    "error-message": str(error),
+                    "stack-trace": traceback.format_exc(),
+                }
                 print(payload["stack-trace"], flush=True)
                 self._send(status, json.dumps(payload).encode())
 
@@ -69,8 +78,12 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("SAGEMAKER_BIND_TO_PORT", 8080)))
     args = parser.parse_args()
     framework = framework_of(args.image)
-    chain = HandlerChain(Path(args.model_dir), Path(args.code_dir) if args.code_dir else None,
-                         os.environ.get("SAGEMAKER_PROGRAM", "inference.py"), framework)  # fmt: skip
+    chain = HandlerChain(
+        Path(args.model_dir),
+        Path(args.code_dir) if args.code_dir else None,
+        os.environ.get("SAGEMAKER_PROGRAM", "inference.py"),
+        framework,
+    )
     max_body = MAX_BODY
     if os.environ.get("SAGEMAKER_BATCH") == "true":
         megabytes = int(os.environ.get("SAGEMAKER_MAX_PAYLOAD_IN_MB", 6))

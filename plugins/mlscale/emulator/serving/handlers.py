@@ -50,8 +50,10 @@ def default_model_fn(model_dir: str):
     if chosen is None and len(candidates) == 1:
         chosen = candidates[0]
     if chosen is None:
-        raise ValueError(f"no model_fn and no single TorchScript model (model.pt) in {model_dir}: "
-                         f"found {[p.name for p in candidates]}")  # fmt: skip
+        raise ValueError(
+            f"no model_fn and no single TorchScript model (model.pt) in {model_dir}: "
+            f"found {[p.name for p in candidates]}"
+        )
     return torch.jit.load(str(chosen), map_location="cpu")
 
 
@@ -67,8 +69,9 @@ def default_input_fn(body: bytes | str, content_type: str):
         return torch.FloatTensor(np.loadtxt(io.StringIO(text), delimiter=",", ndmin=2, dtype=np.float32))
     if content_type == NPY:
         return torch.from_numpy(np.load(io.BytesIO(body), allow_pickle=False))
-    raise HandlerError(415, f"Content type {content_type or '(none)'} is not supported by this framework: "
-                       f"use {JSON}, {CSV} or {NPY}")  # fmt: skip
+    raise HandlerError(
+        415, f"Content type {content_type or '(none)'} is not supported by this framework: use {JSON}, {CSV} or {NPY}"
+    )
 
 
 def default_predict_fn(data, model):
@@ -90,13 +93,16 @@ def numpy_input_fn(body: bytes | str, content_type: str):
         return np.loadtxt(io.StringIO(body if isinstance(body, str) else body.decode()), delimiter=",", ndmin=2)
     if content_type == NPY:
         return np.load(io.BytesIO(body), allow_pickle=False)
-    raise HandlerError(415, f"Content type {content_type or '(none)'} is not supported by this framework: "
-                       f"use {JSON}, {CSV} or {NPY}")  # fmt: skip
+    raise HandlerError(
+        415, f"Content type {content_type or '(none)'} is not supported by this framework: use {JSON}, {CSV} or {NPY}"
+    )
 
 
 def sklearn_model_fn(model_dir: str):
-    raise ValueError("the scikit-learn container has no default model_fn: the inference script must define "
-                     f"model_fn(model_dir) (it found none for {model_dir})")
+    raise ValueError(
+        "the scikit-learn container has no default model_fn: the inference script must define "
+        f"model_fn(model_dir) (it found none for {model_dir})"
+    )
 
 
 def sklearn_predict_fn(data, model):
@@ -114,8 +120,10 @@ def xgboost_model_fn(model_dir: str):
 
     path = Path(model_dir) / "xgboost-model"
     if not path.is_file():
-        raise ValueError(f"no model_fn and no xgboost-model file in {model_dir}: found "
-                         f"{sorted(p.name for p in Path(model_dir).iterdir())}")  # fmt: skip
+        raise ValueError(
+            f"no model_fn and no xgboost-model file in {model_dir}: found "
+            f"{sorted(p.name for p in Path(model_dir).iterdir())}"
+        )
     booster = xgboost.Booster()
     try:
         booster.load_model(str(path))
