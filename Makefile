@@ -6,12 +6,14 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install system-packages browser demo airflow lint format test test-fast bench emulator-up emulator-down lock clean
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml provider/pyproject.toml emulator/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
-	# Airflow puts plugins/ on sys.path: an egg-info there would register the plugin twice.
-	rm -rf plugins/*.egg-info
+	# three distributions: the provider, the emulator with the local stack, and this example project
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ./provider -e ./emulator -e '.[dev]'
+	# these folders are on sys.path (Airflow's plugins folder, the editable src/ folders): an egg-info left
+	# there by the build would register the provider and its plugin twice
+	rm -rf plugins/*.egg-info provider/src/*.egg-info emulator/src/*.egg-info
 	touch $(STAMP)
 
 install: $(STAMP)

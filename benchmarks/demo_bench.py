@@ -124,7 +124,7 @@ def _demo(home: str, emulator, conf: dict) -> dict:
     for name in ("AIRFLOW_HOME", "AIRFLOW_CONN_AWS_DEFAULT"):
         env.pop(name, None)
     out = subprocess.run(
-        [sys.executable, "-m", "mlscale.cli", "demo", json.dumps(conf)],
+        [sys.executable, "-m", "mlscale_emulator.cli", "demo", json.dumps(conf)],
         env=env,
         capture_output=True,
         text=True,
@@ -270,8 +270,8 @@ def plain_moto_rss(objects: list[tuple[str, str, int]], jobs: int) -> int:
 
 
 def figures(quick: bool) -> list[Figure]:
-    from mlscale.emulator import control
-    from mlscale.emulator.settings import EmulatorSettings
+    from mlscale_emulator import control
+    from mlscale_emulator.settings import EmulatorSettings
 
     conf = {"cache": True, **({"records_per_day": 1000} if quick else {})}
     with tempfile.TemporaryDirectory(prefix="mlscale-demo-bench-") as home:

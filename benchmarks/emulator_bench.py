@@ -24,8 +24,8 @@ EPOCHS = 3
 
 
 def _emulator(home: Path):
-    from mlscale.emulator.server import EmulatorServer
-    from mlscale.emulator.settings import EmulatorSettings
+    from mlscale_emulator.server import EmulatorServer
+    from mlscale_emulator.settings import EmulatorSettings
 
     return EmulatorServer(EmulatorSettings(host="127.0.0.1", port=0, home=home)).start()
 
@@ -107,7 +107,7 @@ def figures(quick: bool = False) -> list:
     import numpy as np
     from goals import Figure, median, spread
 
-    from mlscale.datasets.digits import digits_splits, stage_digits
+    from mlscale_example.datasets.digits import digits_splits, stage_digits
     from tests.conftest import upload_source
 
     if str(REPO) not in sys.path:

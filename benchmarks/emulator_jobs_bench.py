@@ -30,8 +30,8 @@ ROLE = "arn:aws:iam::123456789012:role/bench"
 DIRECT_TRANSFORM = """
 import sys, time
 from pathlib import Path
-from mlscale.emulator.executors.transform import batches, split_records
-from mlscale.emulator.serving.handlers import HandlerChain
+from mlscale_emulator.executors.transform import batches, split_records
+from mlscale_emulator.serving.handlers import HandlerChain
 chain = HandlerChain(Path(sys.argv[1]), None, "inference.py")
 out = Path(sys.argv[3])
 for path in sorted(Path(sys.argv[2]).iterdir()):
@@ -51,7 +51,7 @@ def stage_raw(s3, bucket: str, work: Path, records_per_day: int) -> Path:
     """A week of raw Parquet, on disk and in S3 under raw/."""
     import pyarrow.parquet as pq
 
-    from mlscale.datasets.raw_digits import generate_day
+    from mlscale_example.datasets.raw_digits import generate_day
 
     raw = work / "raw"
     for offset in range(7):

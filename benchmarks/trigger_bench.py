@@ -1,7 +1,7 @@
 """Triggerer capacity under AWS's request limits: N concurrent waits in one asyncio loop, mlscale's StageTrigger
 against the provider's trigger (SageMakerTrigger for training jobs, BatchJobTrigger for Batch jobs), over the
 same jobs at the same poll interval, against one server that throttles as the emulator does
-(mlscale.emulator.limits, its default rates: SageMaker Describe*/List* 20 a second, Batch 50, CloudWatch Logs
+(mlscale_emulator.limits, its default rates: SageMaker Describe*/List* 20 a second, Batch 50, CloudWatch Logs
 25 per call; per account and region).
 
 The jobs are cheap: moto's training jobs, each InProgress until the end time its `end_at` hyperparameter names,
@@ -89,8 +89,8 @@ def serve(port: int) -> None:
     from moto.sagemaker import models
     from werkzeug.serving import make_server
 
-    from mlscale.emulator import guard, limits
-    from mlscale.emulator.sagemaker import listing
+    from mlscale_emulator import guard, limits
+    from mlscale_emulator.sagemaker import listing
 
     listing.install()  # filtered, then paged; SecondaryStatus; LastModifiedTimeAfter as SageMaker reads it
     moto_init = models.FakeTrainingJob.__init__
@@ -167,7 +167,7 @@ def serve(port: int) -> None:
         return throttle(environ, start_response)
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request
-    logging.getLogger("mlscale.emulator.limits").setLevel(logging.WARNING)
+    logging.getLogger("mlscale_emulator.limits").setLevel(logging.WARNING)
     make_server("127.0.0.1", port, app, threaded=True, request_handler=werkzeug_app.MotoRequestHandler).serve_forever()
 
 
@@ -175,7 +175,7 @@ def create_jobs(endpoint: str, kind: str, prefix: str, count: int, first_end: fl
     import boto3
     from botocore.config import Config
 
-    from mlscale.emulator.limits import EXECUTOR_AGENT
+    from mlscale_emulator.limits import EXECUTOR_AGENT
 
     ends = {f"{prefix}-{i:04d}": first_end + spread * i / max(1, count - 1) for i in range(count)}
     if kind == "batch":

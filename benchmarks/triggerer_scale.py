@@ -103,7 +103,18 @@ def main(count: int = 300, seconds: int = 420) -> int:
         {"MLSCALE_HOME": str(home / "state"), "MLSCALE_REPO": str(home), "MLSCALE_EMULATOR_PORT": str(free_port())}
     )
     stack = subprocess.Popen(
-        [sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port), "--executor", "celery", "--workers", "2"],
+        [
+            sys.executable,
+            "-m",
+            "mlscale_emulator.cli",
+            "airflow",
+            "--port",
+            str(port),
+            "--executor",
+            "celery",
+            "--workers",
+            "2",
+        ],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -16,7 +16,7 @@ new raw data arrives (the producer DAG mlscale_raw_data announces it; S3 sends
 the event to an SQS queue that an asset watcher reads) and weekly; each run
 trains on a week of data, so backfills retrain on past weeks. Settings
 come from the `[mlscale]` section of Airflow's config; the steps that are not
-an AWS stage are tested functions in mlscale.pipeline. Data flows through
+an AWS stage are tested functions in mlscale_example.pipeline. Data flows through
 XComArgs (`train.output["model_artifact"]`); the order is stated once, at the end.
 """
 
@@ -35,7 +35,6 @@ from airflow.providers.amazon.aws.sensors.s3 import S3KeySensor
 from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
 from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, chain, task
 
-from mlscale.datasets.digits import SAMPLE_ZERO
 from mlscale.operators import (
     AthenaEtlOperator,
     BatchMultiNodeTrainingOperator,
@@ -51,8 +50,6 @@ from mlscale.operators import (
     SageMakerScriptTrainingOperator,
     TrainingDiagnosisOperator,
 )
-from mlscale.pipeline.form import pipeline_form, stage_cache
-from mlscale.pipeline.raw_data import arrivals_prefix
 from mlscale.settings import setting
 from mlscale.specs import (
     AthenaEtlSpec,
@@ -69,6 +66,9 @@ from mlscale.specs import (
     QualitySpec,
     TrainingSpec,
 )
+from mlscale_example.datasets.digits import SAMPLE_ZERO
+from mlscale_example.pipeline.form import pipeline_form, stage_cache
+from mlscale_example.pipeline.raw_data import arrivals_prefix
 
 # Settings: the [mlscale] section of Airflow's config (AIRFLOW__MLSCALE__BUCKET=..., `airflow config list`).
 AWS_CONN_ID = setting("aws_conn_id")
@@ -136,7 +136,7 @@ with DAG(
     ):
         """Check the run's params; the week it trains on (ending with the newest arrived day when new data
         started it), the `_SUCCESS` markers of that week, and every prefix the run writes."""
-        from mlscale.pipeline.layout import plan_run_window
+        from mlscale_example.pipeline.layout import plan_run_window
 
         return plan_run_window(BUCKET, params, data_interval_start, data_interval_end, dag_run, triggering_asset_events)
 
@@ -186,7 +186,7 @@ with DAG(
     @task(multiple_outputs=True)
     def plan_shards(etl_prefix: str, params=None) -> dict:
         """Measure the ETL output; the storage advisor picks the input mode, FSx or not, and the shard count."""
-        from mlscale.pipeline.steps import plan_from_etl_output
+        from mlscale_example.pipeline.steps import plan_from_etl_output
 
         return plan_from_etl_output(AWS_CONN_ID, etl_prefix, params, LOADER_WORKERS)
 
@@ -234,7 +234,7 @@ with DAG(
     @task(multiple_outputs=True)
     def training_inputs(shards_uri: str, test_uri: str, fsx: dict) -> dict:
         """Shards from FSx (a FileSystemDataSource channel, in the VPC) when staged, else from S3."""
-        from mlscale.pipeline.steps import training_channels
+        from mlscale_example.pipeline.steps import training_channels
 
         return training_channels(shards_uri, test_uri, fsx, SUBNET_ID, SECURITY_GROUP_ID)
 
@@ -300,7 +300,7 @@ with DAG(
     @task(multiple_outputs=True)
     def cluster_outputs(stack_name: str) -> dict:
         """The stack's Outputs: the job queue and job definition the training job runs on."""
-        from mlscale.pipeline.steps import stack_outputs
+        from mlscale_example.pipeline.steps import stack_outputs
 
         return stack_outputs(AWS_CONN_ID, stack_name)
 
@@ -403,7 +403,7 @@ with DAG(
     @task.branch
     def choose_targets(params=None, dag_run=None) -> list[str]:
         """Deploy to the endpoint, the edge fleet, both or neither (the deploy_target param); backfills never."""
-        from mlscale.pipeline.steps import deploy_tasks
+        from mlscale_example.pipeline.steps import deploy_tasks
 
         return deploy_tasks(dag_run.run_type, params["deploy_target"])
 

@@ -1,8 +1,8 @@
 """The producer: lands a day of raw records in S3 and announces it; the pipeline starts on the announcement.
 
-It stands in for the upstream systems that write raw data (mlscale.datasets.raw_digits generates it). Each day is
-a partition `dt=YYYY-MM-DD/` of the Glue table `raw_digits`, completed by a `_SUCCESS` marker. A run that wrote
-new days puts an arrival notice under `mlscale/raw/_arrivals/`; the bucket sends its S3 event to the SQS queue
+It stands in for the upstream systems that write raw data (mlscale_example.datasets.raw_digits generates it).
+Each day is a partition `dt=YYYY-MM-DD/` of the Glue table `raw_digits`, completed by a `_SUCCESS` marker. A run
+that wrote new days puts an arrival notice under `mlscale/raw/_arrivals/`; the bucket sends its S3 event to the SQS queue
 that the pipeline's asset watcher reads, so one producer run starts one pipeline run. Backfills load history
 without notices: retraining on the past is the pipeline's own backfill.
 """
@@ -46,7 +46,7 @@ with DAG(
     @task
     def write_partitions(params=None, logical_date=None, dag_run=None) -> dict:
         """Write the missing days, each completed by its `_SUCCESS`; announce them unless this is a backfill."""
-        from mlscale.pipeline.steps import produce_raw_days
+        from mlscale_example.pipeline.steps import produce_raw_days
 
         return produce_raw_days(AWS_CONN_ID, BUCKET, setting("glue_database"), logical_date, dag_run, params)
 

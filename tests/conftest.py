@@ -45,8 +45,8 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def emulator(tmp_path_factory):
     """A background emulator server (started the way `mlscale emulator up` starts it)."""
-    from mlscale.emulator import control
-    from mlscale.emulator.settings import EmulatorSettings
+    from mlscale_emulator import control
+    from mlscale_emulator.settings import EmulatorSettings
 
     config = EmulatorSettings(host="127.0.0.1", port=free_port(), home=tmp_path_factory.mktemp("emulator"))
     control.up(config)
@@ -72,7 +72,7 @@ def clients(emulator):
 @pytest.fixture(scope="session")
 def digits_data(clients):
     """The digits data staged in the emulator's S3, as the DAG's first task stages it."""
-    from mlscale.datasets.digits import stage_digits
+    from mlscale_example.datasets.digits import stage_digits
 
     return stage_digits(clients["s3"], "mlscale-test", "data/digits")
 

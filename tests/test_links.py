@@ -48,7 +48,7 @@ def test_emulator_link_quotes_the_resource():
 
 
 def test_every_link_has_a_unique_key_and_an_emulator_page():
-    from mlscale.emulator.console import PAGES
+    from mlscale_emulator.console import PAGES
 
     assert len({link.key for link in ALL_LINKS}) == len(ALL_LINKS)
     assert {link.emulator_page.split("/")[0] for link in ALL_LINKS} <= set(PAGES)

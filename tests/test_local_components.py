@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mlscale.local_components import HEALTHY_SECONDS, RESTART_DELAYS, RESTART_LIMIT, Components
+from mlscale_emulator.local_components import HEALTHY_SECONDS, RESTART_DELAYS, RESTART_LIMIT, Components
 
 
 def test_a_component_that_dies_is_restarted_after_growing_delays_and_one_that_keeps_dying_stops_the_stack():

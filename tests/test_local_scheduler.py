@@ -44,7 +44,7 @@ def add_task(session, task_id: str, state: str, next_method: str | None, try_num
 
 
 def test_only_a_success_of_a_running_resumed_try_is_dropped(session):
-    from mlscale.local_scheduler import drop_stale_defer_exits
+    from mlscale_emulator.local_scheduler import drop_stale_defer_exits
 
     resumed = add_task(session, "resumed", "running", "resume")
     killed = add_task(session, "killed", "running", None)  # never deferred: an external kill, Airflow fails it
@@ -70,7 +70,7 @@ def test_only_a_success_of_a_running_resumed_try_is_dropped(session):
 def test_an_older_try_of_a_resumed_task_is_not_dropped(session):
     from airflow.models.taskinstancekey import TaskInstanceKey
 
-    from mlscale.local_scheduler import drop_stale_defer_exits
+    from mlscale_emulator.local_scheduler import drop_stale_defer_exits
 
     add_task(session, "retried", "running", "resume", try_number=2)
     older = TaskInstanceKey("d", "retried", "r", 1, -1)
@@ -81,7 +81,7 @@ def test_an_older_try_of_a_resumed_task_is_not_dropped(session):
 def test_install_wraps_the_scheduler_once(monkeypatch):
     from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
 
-    from mlscale import local_scheduler
+    from mlscale_emulator import local_scheduler
 
     calls = []
     monkeypatch.setattr(

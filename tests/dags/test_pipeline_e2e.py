@@ -125,7 +125,11 @@ def run_demo(tmp_path, *conf: str, env: dict | None = None) -> str:
     env.pop("AIRFLOW_HOME", None)
     env.pop("AIRFLOW_CONN_AWS_DEFAULT", None)
     result = subprocess.run(
-        [sys.executable, "-m", "mlscale.cli", "demo", *conf], env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "mlscale_emulator.cli", "demo", *conf],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     out = result.stdout
     errors = [line[:1500] for line in out.splitlines() if "exc_value" in line or "Task failed" in line]
@@ -237,7 +241,7 @@ def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
 def test_the_demo_refuses_a_manual_gate_it_cannot_wait_for(tmp_path):
     env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_REPO": str(REPO)}
     result = subprocess.run(
-        [sys.executable, "-m", "mlscale.cli", "demo", '{"gate_mode": "manual"}'],
+        [sys.executable, "-m", "mlscale_emulator.cli", "demo", '{"gate_mode": "manual"}'],
         env=env,
         capture_output=True,
         text=True,
@@ -261,8 +265,8 @@ def test_the_gate_mode_param_reaches_the_evaluation_when_rendered():
 def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparameter_reruns_from_train(tmp_path):
     """Three demos on one emulator home (its state survives each demo's restart); the third also shows a
     rejected model reaching no deployment."""
-    from mlscale.emulator import control
-    from mlscale.emulator.settings import EmulatorSettings
+    from mlscale_emulator import control
+    from mlscale_emulator.settings import EmulatorSettings
 
     small = {
         "cache": True,

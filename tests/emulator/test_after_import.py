@@ -4,7 +4,7 @@ import subprocess
 import sys
 import textwrap
 
-from mlscale.emulator import after_import
+from mlscale_emulator import after_import
 
 
 def test_a_patch_runs_once_right_after_its_module_is_imported(tmp_path, monkeypatch):
@@ -32,7 +32,7 @@ def test_a_patch_runs_once_right_after_its_module_is_imported(tmp_path, monkeypa
 def test_the_server_loads_moto_batch_and_cloudformation_only_when_used_and_patches_them_then():
     script = textwrap.dedent("""
         import sys
-        from mlscale.emulator.server import install_services, shutdown_services
+        from mlscale_emulator.server import install_services, shutdown_services
         install_services()
         shutdown_services()
         heavy = ("moto.ec2.models", "moto.batch.models", "moto.cloudformation.models")
@@ -46,5 +46,5 @@ def test_the_server_loads_moto_batch_and_cloudformation_only_when_used_and_patch
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True).stdout
     assert out.splitlines() == [
         "[]",
-        "mlscale.emulator.batch.service mlscale.emulator.cloudformation mlscale.emulator.ssm",
+        "mlscale_emulator.batch.service mlscale_emulator.cloudformation mlscale_emulator.ssm",
     ]

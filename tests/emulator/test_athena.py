@@ -7,7 +7,7 @@ from datetime import date
 
 import pytest
 
-from mlscale.datasets.raw_digits import write_day
+from mlscale_example.datasets.raw_digits import write_day
 
 pytestmark = pytest.mark.emulator
 
@@ -143,7 +143,7 @@ def test_results_of_a_failed_query_are_refused(raw_table):
 def test_duckdb_runs_in_an_engine_process_not_in_the_emulator_server(raw_table, emulator):
     import psutil
 
-    from mlscale.emulator import control
+    from mlscale_emulator import control
 
     _, execution = run(raw_table, "SELECT label, count(*) AS n FROM raw_digits GROUP BY label")
     assert execution["Status"]["State"] == "SUCCEEDED"

@@ -14,7 +14,9 @@ pytestmark = pytest.mark.emulator
 
 
 def mlscale(*args, env):
-    return subprocess.run([sys.executable, "-m", "mlscale.cli", *args], env=env, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "mlscale_emulator.cli", *args], env=env, capture_output=True, text=True
+    )
 
 
 def test_up_status_down_are_idempotent(tmp_path):
@@ -72,7 +74,7 @@ def test_down_returns_at_once_when_the_server_is_a_zombie_of_another_process(tmp
         [
             sys.executable,
             "-c",
-            "from mlscale.emulator import control, settings; import time; "
+            "from mlscale_emulator import control, settings; import time; "
             "control.up(settings.EmulatorSettings.from_env()); time.sleep(600)",
         ],
         env=env,

@@ -62,7 +62,7 @@ def test_compiles_and_the_compiled_model_answers_like_the_original(clients, arti
 def test_the_compiler_runs_in_a_process_of_its_own_not_in_the_emulator_server(clients, artifact, emulator):
     import psutil
 
-    from mlscale.emulator import control
+    from mlscale_emulator import control
 
     job = compile_job(clients["sagemaker"], "neo-process", {"input0": [1, 64]})
     assert job["CompilationJobStatus"] == "COMPLETED", job.get("FailureReason")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mlscale.emulator import control
-from mlscale.emulator.settings import EmulatorSettings
+from mlscale_emulator import control
+from mlscale_emulator.settings import EmulatorSettings
 
 
 @pytest.fixture

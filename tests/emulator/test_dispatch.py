@@ -2,7 +2,7 @@
 
 import pytest
 
-from mlscale.emulator import dispatch, warm_up
+from mlscale_emulator import dispatch, warm_up
 
 
 def test_a_responses_class_patched_after_its_first_request_gets_its_new_action():
@@ -34,7 +34,7 @@ def test_a_host_is_routed_to_the_same_backend_twice():
 def test_the_warm_up_creates_nothing(emulator, clients, monkeypatch):
     import boto3
 
-    from mlscale.emulator import settings
+    from mlscale_emulator import settings
 
     monkeypatch.setattr(settings, "_current", emulator)  # as in the server's process
     region = "ap-northeast-3"  # a region of its own: the session's other clients (the SDKs') work meanwhile

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from mlscale.emulator.serving.handlers import framework_of
+from mlscale_emulator.serving.handlers import framework_of
 from tests.conftest import model_tar
 from tests.emulator.test_transform_jobs import transform
 
@@ -131,7 +131,7 @@ def test_an_xgboost_model_transforms_with_the_containers_defaults(clients, boost
 def test_xgboost_reads_libsvm_as_its_container_does(tmp_path):
     import xgboost
 
-    from mlscale.emulator.serving.handlers import HandlerChain
+    from mlscale_emulator.serving.handlers import HandlerChain
 
     data = np.array([[5.0, 1.0, 4.0], [3.0, 6.0, 2.0]])  # no zeros: LibSVM leaves out what is missing
     model = xgboost.train({"objective": "reg:squarederror"}, xgboost.DMatrix(data, label=[1.0, 7.0]), 5)

@@ -93,7 +93,7 @@ def test_dns_rebinding_is_refused_by_host(emulator):
 
 def test_an_allowed_origin_is_answered_with_cors():
     """MLSCALE_EMULATOR_ALLOWED_ORIGINS: a tool that needs a browser may be let in, by exact origin."""
-    from mlscale.emulator.guard import Guard
+    from mlscale_emulator.guard import Guard
 
     def app(environ, start_response):
         start_response("200 OK", [("Content-Type", "application/json")])
@@ -141,7 +141,7 @@ def test_a_rest_json_service_gets_json_errors_too(emulator):
 
 def test_an_internal_failure_is_aws_shaped_not_html():
     """moto's own bug (an exception, or its HTML 500 page) reaches the client as the protocol's error."""
-    from mlscale.emulator.guard import Guard
+    from mlscale_emulator.guard import Guard
 
     def broken(environ, start_response):
         raise KeyError("moto bug")

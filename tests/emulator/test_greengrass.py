@@ -12,7 +12,7 @@ import pytest
 import torch
 from botocore.exceptions import ClientError
 
-from mlscale.emulator import control
+from mlscale_emulator import control
 from tests.conftest import REPO, model_tar, traced_model
 
 pytestmark = pytest.mark.emulator

@@ -33,8 +33,8 @@ dist.barrier()
 @pytest.fixture(scope="module")
 def emulator_with_secrets(tmp_path_factory):
     """An emulator started from a shell that holds an Airflow connection and AWS secrets."""
-    from mlscale.emulator import control
-    from mlscale.emulator.settings import EmulatorSettings
+    from mlscale_emulator import control
+    from mlscale_emulator.settings import EmulatorSettings
 
     config = EmulatorSettings(host="127.0.0.1", port=free_port(), home=tmp_path_factory.mktemp("secrets-home"))
     saved = {k: os.environ.get(k) for k in SECRETS}
@@ -90,7 +90,7 @@ def test_a_distributed_job_sees_no_secret_and_listens_only_on_loopback(emulator_
 
 
 def test_every_job_environment_is_an_allow_list(monkeypatch):
-    from mlscale.emulator import job_env
+    from mlscale_emulator import job_env
 
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)

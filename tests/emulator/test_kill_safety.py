@@ -17,7 +17,7 @@ pytestmark = pytest.mark.emulator
 
 
 def alive(pid: int) -> bool:
-    from mlscale.emulator import sessions
+    from mlscale_emulator import sessions
 
     return sessions.start_time(pid) is not None
 
@@ -30,8 +30,8 @@ def wait_until(condition, seconds: float = 60, what: str = "") -> None:
 
 
 def test_the_next_emulator_ends_the_jobs_a_killed_one_left(tmp_path_factory, tmp_path):
-    from mlscale.emulator import control
-    from mlscale.emulator.settings import EmulatorSettings
+    from mlscale_emulator import control
+    from mlscale_emulator.settings import EmulatorSettings
 
     config = EmulatorSettings(host="127.0.0.1", port=free_port(), home=tmp_path_factory.mktemp("killed-home"))
     server = control.up(config)
@@ -58,9 +58,8 @@ def test_the_next_emulator_ends_the_jobs_a_killed_one_left(tmp_path_factory, tmp
 
 
 def test_the_next_mlscale_airflow_ends_what_a_killed_one_left(tmp_path, capsys):
-    from mlscale import local_airflow
-    from mlscale.emulator import sessions
-    from mlscale.emulator.settings import EmulatorSettings
+    from mlscale_emulator import local_airflow, sessions
+    from mlscale_emulator.settings import EmulatorSettings
 
     run_file = tmp_path / "airflow" / local_airflow.RUN_FILE
     config = EmulatorSettings(host="127.0.0.1", port=free_port(), home=tmp_path / "emulator")
@@ -92,7 +91,7 @@ def test_a_component_dies_with_the_stack_that_started_it(tmp_path):
             "-c",
             (
                 "import subprocess, sys, time\n"
-                "from mlscale.emulator import sessions\n"
+                "from mlscale_emulator import sessions\n"
                 "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'],"
                 " start_new_session=True, preexec_fn=sessions.dies_with_parent())\n"
                 f"open({str(tmp_path / 'child')!r}, 'w').write(str(child.pid))\n"

@@ -10,7 +10,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from mlscale.emulator import limits
+from mlscale_emulator import limits
 
 
 def test_a_bucket_holds_its_burst_and_refills_at_its_rate():
@@ -42,7 +42,7 @@ def test_rates_by_operation_family_and_service_and_the_setting(monkeypatch):
     ],
 )
 def test_a_throttled_request_gets_the_services_own_error(service, status, code, shape):
-    from mlscale.emulator.guard import error_response
+    from mlscale_emulator.guard import error_response
 
     calls = []
     throttle = limits.Throttle(

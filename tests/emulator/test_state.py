@@ -22,7 +22,7 @@ SLEEPER = "import time\nprint('training', flush=True)\ntime.sleep(600)\n"
 
 def mlscale(*args, env):
     return subprocess.run(
-        [sys.executable, "-m", "mlscale.cli", *args], env=env, capture_output=True, text=True, timeout=180
+        [sys.executable, "-m", "mlscale_emulator.cli", *args], env=env, capture_output=True, text=True, timeout=180
     )
 
 
@@ -37,13 +37,13 @@ def wait_until(check, timeout: float = 120):
 
 
 def serving_processes(home: str) -> list[int]:
-    """The model servers (mlscale.emulator.serving) still running for the emulator at `home`."""
+    """The model servers (mlscale_emulator.serving) still running for the emulator at `home`."""
     import psutil
 
     found = []
     for process in psutil.process_iter(["pid", "cmdline"]):
         command = " ".join(process.info["cmdline"] or [])
-        if "mlscale.emulator.serving" in command and home in command:
+        if "mlscale_emulator.serving" in command and home in command:
             found.append(process.info["pid"])
     return found
 
@@ -183,8 +183,8 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     assert json.loads(answer["Body"].read()) == [[3.0]]
 
     # stopped again at once, while its model servers come back: none outlives the emulator
-    from mlscale.emulator import control
-    from mlscale.emulator.settings import EmulatorSettings
+    from mlscale_emulator import control
+    from mlscale_emulator.settings import EmulatorSettings
 
     mlscale("emulator", "down", env=env)
     config = EmulatorSettings(

@@ -2,8 +2,8 @@
 
 import json
 
-from mlscale.emulator.executors import training_env
-from mlscale.emulator.executors.training_env import HostLayout
+from mlscale_emulator.executors import training_env
+from mlscale_emulator.executors.training_env import HostLayout
 
 RAW_HPS = {
     "epochs": "12",

@@ -110,7 +110,7 @@ def test_lines_through_the_default_pytorch_handlers(models, clients, strategy):
 
 
 def test_multirecord_packs_records_up_to_the_payload_limit():
-    from mlscale.emulator.executors.transform import TransformFailed, batches
+    from mlscale_emulator.executors.transform import TransformFailed, batches
 
     records = [b"x" * 400_000] * 5  # two fit in 1 MB with the newline between them, three do not
     assert [len(b) for b in batches(records, "MultiRecord", 1, "Line")] == [800_001, 800_001, 400_000]
@@ -219,14 +219,14 @@ def test_input_filter_join_and_output_filter(models, clients):
     ],
 )
 def test_jsonpath_subset(path, record, expected):
-    from mlscale.emulator.executors.data_processing import select
+    from mlscale_emulator.executors.data_processing import select
 
     assert select(record, path) == expected
 
 
 @pytest.mark.parametrize("path", ["features", "$..features", "$[*]", "$.a[?(@.x)]"])
 def test_jsonpath_outside_the_subset_is_refused(path):
-    from mlscale.emulator.executors.data_processing import FilterError, select
+    from mlscale_emulator.executors.data_processing import FilterError, select
 
     with pytest.raises(FilterError):
         select({"features": [1]}, path)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mlscale.emulator import transitions
-from mlscale.emulator.transitions import IllegalTransition, Status, arm
+from mlscale_emulator import transitions
+from mlscale_emulator.transitions import IllegalTransition, Status, arm
 
 
 class Job:

@@ -15,7 +15,7 @@ BLOCKER = """
 import importlib.abc, importlib.util, sys
 class NoMlscale(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "mlscale" or name.startswith("mlscale."):
+        if name.split(".")[0] in ("mlscale", "mlscale_emulator", "mlscale_example"):
             raise ModuleNotFoundError(f"No module named {name!r} (as in a SageMaker container)")
 sys.meta_path.insert(0, NoMlscale())
 sys.path = [p for p in sys.path if not p.rstrip("/").endswith("plugins")]

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from mlscale.datasets.raw_digits import generate_day
+from mlscale_example.datasets.raw_digits import generate_day
 from tests.conftest import REPO
 
 SHARD = REPO / "include" / "processing" / "shard.py"

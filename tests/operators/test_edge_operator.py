@@ -9,9 +9,9 @@ import pytest
 import torch
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.emulator import control
 from mlscale.operators import GreengrassEdgeDeployOperator
 from mlscale.specs import EdgeDeploymentSpec, SpecError
+from mlscale_emulator import control
 from tests.conftest import REPO, model_tar, traced_model
 from tests.operators.test_training_operator import FakeTI
 

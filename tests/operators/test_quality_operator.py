@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.datasets.raw_digits import generate_day
 from mlscale.hooks.catalog import ensure_parquet_table
 from mlscale.operators import DataQualityOperator
 from mlscale.specs import QualitySpec
+from mlscale_example.datasets.raw_digits import generate_day
 from tests.operators.test_training_operator import FakeTI
 
 pytestmark = pytest.mark.emulator

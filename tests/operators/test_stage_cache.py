@@ -199,7 +199,7 @@ def test_processing_reuses_across_runs_with_their_own_output_prefixes(emulator, 
 def test_etl_query_reuses_its_data_until_a_raw_object_changes(emulator, clients, tmp_path, location):
     import boto3
 
-    from mlscale.datasets.raw_digits import generate_day
+    from mlscale_example.datasets.raw_digits import generate_day
 
     for day in ("2026-10-05", "2026-10-06"):
         buffer = io.BytesIO()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mlscale.pipeline.form import pipeline_form
+from mlscale_example.pipeline.form import pipeline_form
 
 
 def test_the_poll_interval_default_is_the_setting(monkeypatch):

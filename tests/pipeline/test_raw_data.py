@@ -11,8 +11,8 @@ import pendulum
 import pytest
 from moto import mock_aws
 
-from mlscale.pipeline import raw_data
-from mlscale.pipeline.layout import training_window
+from mlscale_example.pipeline import raw_data
+from mlscale_example.pipeline.layout import training_window
 
 BUCKET = "raw-data-test"
 QUEUE_URL = "https://sqs.us-east-1.amazonaws.com/123456789012/raw-data-test-arrivals"
@@ -144,7 +144,7 @@ def test_a_run_started_by_new_data_trains_on_the_week_ending_with_the_newest_day
     [("scheduled", True, 1), ("manual", True, 1), ("backfill", True, 0), ("manual", False, 0)],
 )
 def test_the_producer_announces_new_days_except_for_backfills_or_when_told_not_to(aws, run_type, announce, notices):
-    from mlscale.pipeline.steps import produce_raw_days
+    from mlscale_example.pipeline.steps import produce_raw_days
 
     midnight = pendulum.datetime(2026, 10, 5, tz="UTC")
     dag_run = SimpleNamespace(run_type=run_type, run_after=midnight, run_id=f"{run_type}__2026-10-05T00:00:00+00:00")

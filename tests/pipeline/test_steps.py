@@ -7,8 +7,8 @@ import re
 import pendulum
 import pytest
 
-from mlscale.pipeline.layout import run_layout, training_window
-from mlscale.pipeline.steps import deploy_tasks, plan_training_data, training_channels
+from mlscale_example.pipeline.layout import run_layout, training_window
+from mlscale_example.pipeline.steps import deploy_tasks, plan_training_data, training_channels
 
 
 def test_training_window_is_the_interval_or_the_week_before_a_run_without_one():
@@ -75,8 +75,8 @@ def test_plan_refuses_an_empty_interval_and_sizes_the_shards():
     ],
 )
 def test_a_run_with_bad_params_fails_at_its_first_task(overrides, message):
-    from mlscale.pipeline.params import check_run_params
     from mlscale.specs import SpecError
+    from mlscale_example.pipeline.params import check_run_params
 
     params = {"target_device": "ml_c5", "quality": {"min_rows": 10}, "instance_type": "ml.c5.xlarge"}
     check_run_params(params)

@@ -117,7 +117,7 @@ def test_the_fsx_stage_refuses_an_enabled_flag_that_is_not_a_boolean():
     ],
 )
 def test_mlscale_demos_params_are_checked_naming_what_is_wrong(conf, said):
-    from mlscale.demo import run_conf
+    from mlscale_example.local_project import run_conf
 
     with pytest.raises(ValueError, match=None) as error:
         run_conf(conf)
@@ -134,7 +134,7 @@ def test_mlscale_demo_says_it_in_one_line_before_it_starts_anything(tmp_path):
     env = {**os.environ, "MLSCALE_HOME": str(tmp_path), "MLSCALE_REPO": str(REPO)}
     env.pop("AIRFLOW_HOME", None)
     done = subprocess.run(
-        [sys.executable, "-m", "mlscale.cli", "demo", '{"epoch": 3}'],
+        [sys.executable, "-m", "mlscale_emulator.cli", "demo", '{"epoch": 3}'],
         env=env,
         capture_output=True,
         text=True,

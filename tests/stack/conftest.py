@@ -134,8 +134,8 @@ class AirflowStack:
 
     def wait_until_parked(self, run_id: str, task_id: str, dag_id: str, timeout: float = 120) -> None:
         """The scheduler has handled the executor's event for the try that parked in awaiting_input. On a scheduler
-        without the fix for apache/airflow#72716 (mlscale.local_scheduler has it), answering before that fails the
-        resumed try as a state mismatch; a person takes longer, and the tests answer as a person would."""
+        without the fix for apache/airflow#72716 (mlscale_emulator.local_scheduler has it), answering before that fails
+        the resumed try as a state mismatch; a person takes longer, and the tests answer as a person would."""
         wanted = f"TaskInstance Finished: dag_id={dag_id}, task_id={task_id}, run_id={run_id},"
         deadline = time.monotonic() + timeout
         while not any(
@@ -218,7 +218,7 @@ def _start(tmp: Path) -> tuple[subprocess.Popen, int]:
     # installs Debian's); else the LocalExecutor
     executor = ["--executor", "celery", "--workers", "2"] if shutil.which("redis-server") else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "mlscale.cli", "airflow", "--port", str(port), *executor],
+        [sys.executable, "-m", "mlscale_emulator.cli", "airflow", "--port", str(port), *executor],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -293,7 +293,7 @@ def live_arrival(airflow_stack) -> dict:
 @pytest.fixture(scope="session")
 def data_prefix(airflow_stack) -> str:
     """The digits data (train/, test/, eval/ CSVs) for the small example DAGs."""
-    from mlscale.datasets.digits import stage_digits
+    from mlscale_example.datasets.digits import stage_digits
 
     s3 = emulator_client(airflow_stack, "s3")
     s3.create_bucket(Bucket="mlscale-demo")

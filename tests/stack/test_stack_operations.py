@@ -18,7 +18,9 @@ def test_the_stack_runs_on_postgresql_and_listens_on_loopback_only(airflow_stack
 
     port = airflow_stack.url.rsplit(":", 1)[1]
     root = next(
-        p for p in psutil.process_iter(["cmdline"]) if {"mlscale.cli", "airflow", port} <= set(p.info["cmdline"] or [])
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if {"mlscale_emulator.cli", "airflow", port} <= set(p.info["cmdline"] or [])
     )  # `mlscale airflow --port N`
     family = {p.pid for p in [root, *root.children(recursive=True)]}  # Airflow's components, their workers
     listening = [c for c in psutil.net_connections(kind="inet") if c.status == psutil.CONN_LISTEN and c.pid in family]
