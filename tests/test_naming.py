@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from mlscale.naming import MAX_LENGTH, NAME_PATTERN, resource_name
@@ -43,3 +45,40 @@ def test_characters_outside_the_charset_are_replaced():
     name = resource_name("dag.with spaces", "task@x", "manual__2026-01-01T00:00:00.123+00:00")
     assert NAME_PATTERN.match(name)
     assert " " not in name and "@" not in name and "." not in name and ":" not in name
+
+
+def test_one_job_name_rule_per_service_and_later_attempts_fit_it():
+    from mlscale.naming import attempt_job_name, check_job_name
+    from mlscale.specs.errors import SpecError
+
+    check_job_name("a" * 63, "SageMaker")
+    check_job_name("my_job-" + "b" * 121, "Batch")
+    for value, service, rule in [
+        ("a" * 64, "SageMaker", "1-63 letters, digits and '-'"),
+        ("my_job", "SageMaker", "1-63 letters, digits and '-'"),
+        ("-job", "Batch", "1-128 letters, digits, '-' and '_'"),
+        ("b" * 129, "Batch", "1-128"),
+        (7, "Batch", "1-128"),
+    ]:
+        with pytest.raises(SpecError, match=f"job_name: must be {re.escape(rule)}"):
+            check_job_name(value, service)
+    assert attempt_job_name("job", 1, "Batch") == "job"
+    assert attempt_job_name("a" * 63, 12, "SageMaker") == "a" * 59 + "-a12"
+    assert attempt_job_name("b" * 128, 2, "Batch") == "b" * 125 + "-a2"
+
+
+@pytest.mark.parametrize(("value", "deferrable"), [("True", True), ("t", True), ("0", False), ("off", False)])
+def test_default_deferrable_reads_the_one_boolean_vocabulary(monkeypatch, value, deferrable):
+    from mlscale.operators.deferral import default_deferrable
+
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", value)
+    assert default_deferrable() is deferrable
+
+
+def test_a_default_deferrable_that_is_not_a_boolean_is_refused_naming_the_option(monkeypatch):
+    from mlscale.operators.deferral import default_deferrable
+    from mlscale.specs.errors import SpecError
+
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", "maybe")
+    with pytest.raises(SpecError, match=r"\[operators\] default_deferrable: must be true or false"):
+        default_deferrable()

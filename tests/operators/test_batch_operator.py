@@ -126,7 +126,7 @@ def test_deferred_the_trigger_streams_the_nodes_and_resume_returns_the_result(cl
     event = first_event(trigger)
     assert event["status"] == "success" and event["state"] == "SUCCEEDED"
     assert "[node-1] hello from a node" in capfd.readouterr().out
-    result = operator.resume(context, event)
+    result = operator.execute_complete(context, event)
     assert result["job_id"] == trigger.resource_id and result["node_count"] == 2
 
 

@@ -46,7 +46,7 @@ def test_stages_and_a_retry_reuses_the_same_file_system(emulator, clients):
 def test_deferrable_waits_in_a_trigger(emulator, clients):
     with pytest.raises(TaskDeferred) as deferred:
         stage_operator(deferrable=True).execute({"ti": FakeTI("stage_fsx", run_id="manual__fsx-2")})
-    assert deferred.value.trigger.kind == "fsx_file_system" and deferred.value.method_name == "resume"
+    assert deferred.value.trigger.kind == "fsx_file_system" and deferred.value.method_name == "execute_complete"
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def test_a_resumed_task_converts_its_rendered_spec_again():
     assert time.time() < deferred.value.trigger.next_poll_at <= time.time() + operator.poll_interval
     resumed = CountingStage(task_id="count", spec=CountSpec("3"))
     event = {"status": "success", "kind": "training", "resource_id": "job-1", "state": "Completed", "reason": None}
-    assert resumed.resume({}, event) == {"count": 3, "after": "Completed"}
+    assert resumed.execute_complete({}, event) == {"count": 3, "after": "Completed"}
 
 
 def test_no_wait_returns_what_a_sensor_needs_and_a_failed_event_names_the_reason():
@@ -53,7 +53,7 @@ def test_no_wait_returns_what_a_sensor_needs_and_a_failed_event_names_the_reason
     }
     failed = {"status": "failed", "kind": "training", "resource_id": "job-1", "state": "Failed", "reason": "OOM"}
     with pytest.raises(AirflowException, match="Training job job-1 failed: OOM"):
-        CountingStage(task_id="c", spec=CountSpec(1)).resume({}, failed)
+        CountingStage(task_id="c", spec=CountSpec(1)).execute_complete({}, failed)
     error = {
         "status": "error",
         "kind": "training",
@@ -62,8 +62,15 @@ def test_no_wait_returns_what_a_sensor_needs_and_a_failed_event_names_the_reason
         "reason": "EndpointConnectionError",
     }
     with pytest.raises(AirflowException, match="Waiting for training job job-1 failed: EndpointConnectionError"):
-        CountingStage(task_id="c", spec=CountSpec(1)).resume({}, error)
+        CountingStage(task_id="c", spec=CountSpec(1)).execute_complete({}, error)
     assert CountingStage(task_id="c", spec=CountSpec(1)).multiple_outputs  # train.output["key"] works
+
+
+def test_a_stage_resumes_in_execute_complete_and_a_task_deferred_as_resume_still_resumes():
+    stage = CountingStage(task_id="c", spec=CountSpec(1))
+    with pytest.raises(AirflowException, match="Trigger error: event is None"):  # the provider's own check
+        stage.execute_complete({}, None)
+    assert CountingStage.resume is CountingStage.execute_complete  # next_method "resume" in the database
 
 
 def test_a_cached_stage_without_cache_parts_is_refused_when_its_class_is_defined():

@@ -130,7 +130,7 @@ def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(
     with pytest.raises(TaskDeferred) as deferred:
         operator.execute(context)
     trigger = deferred.value.trigger
-    assert isinstance(trigger, StageTrigger) and deferred.value.method_name == "resume"
+    assert isinstance(trigger, StageTrigger) and deferred.value.method_name == "execute_complete"
     capfd.readouterr()
     started = time.monotonic()
     event = first_event(trigger)
@@ -138,7 +138,7 @@ def test_deferrable_by_default_and_the_trigger_streams_logs_to_completion(
     assert time.monotonic() - started >= 4.0
     assert event["status"] == "success" and event["state"] == "Completed"
     assert "[algo-1] accuracy=0.97" in capfd.readouterr().out
-    assert operator.resume(context, event)["final_metrics"] == {"accuracy": 0.97}
+    assert operator.execute_complete(context, event)["final_metrics"] == {"accuracy": 0.97}
 
 
 def test_stopped_job_fails_the_task(emulator, clients, tmp_path):
@@ -155,7 +155,7 @@ def test_stopped_job_fails_the_task(emulator, clients, tmp_path):
     event = first_event(deferred.value.trigger)
     assert event["status"] == "failed" and event["state"] == "Stopped"
     with pytest.raises(AirflowException, match="ended Stopped"):
-        operator.resume(context, event)
+        operator.execute_complete(context, event)
 
 
 def test_neo_compilation_operator_compiles_and_reuses_on_retry(emulator, clients, tmp_path):

@@ -46,3 +46,31 @@ def resource_name(
 
 def is_valid_name(name: str) -> bool:
     return bool(NAME_PATTERN.match(name or ""))
+
+
+# A job name the DAG author gives (`job_name=`) follows the service's own rule; later attempts add `-a<N>`,
+# cutting the name to fit (SageMaker CreateTrainingJob TrainingJobName; AWS Batch SubmitJob jobName).
+JOB_NAME_RULES = {
+    "SageMaker": (NAME_PATTERN, MAX_LENGTH, "must be 1-63 letters, digits and '-' (a SageMaker job name)"),
+    "Batch": (
+        re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}\Z"),
+        128,
+        "must be 1-128 letters, digits, '-' and '_' (an AWS Batch job name)",
+    ),
+}
+
+
+def check_job_name(value: object, service: str) -> None:
+    """SpecError naming `job_name` and the service's rule, before any AWS call."""
+    from mlscale.specs.rules import require
+
+    pattern, _, rule = JOB_NAME_RULES[service]
+    require(isinstance(value, str) and bool(pattern.match(value)), "job_name", rule, value)
+
+
+def attempt_job_name(base: str, attempt: int, service: str) -> str:
+    """The name of a job's `attempt` (1: the base itself), within the service's length."""
+    if attempt == 1:
+        return base
+    suffix = f"-a{attempt}"
+    return base[: JOB_NAME_RULES[service][1] - len(suffix)].rstrip("-_") + suffix

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +13,7 @@ from airflow.sdk.exceptions import AirflowException
 
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.metric_regex import compile_metric
-from mlscale.naming import resource_name
+from mlscale.naming import attempt_job_name, check_job_name, resource_name
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.specs.batch import (
@@ -62,15 +61,9 @@ class BatchMultiNodeTrainingOperator(StageOperator):
         super().__init__(spec=spec, **kwargs)
         self.job_name = job_name
 
-    def execute(self, context: Context) -> Any:
+    def before_start(self, context: Context) -> None:
         if self.job_name is not None:
-            require(
-                isinstance(self.job_name, str) and bool(re.match(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,124}\Z", self.job_name)),
-                "job_name",
-                "must be 1-125 letters, digits, '-' and '_' (a Batch job name)",
-                self.job_name,
-            )
-        return super().execute(context)
+            check_job_name(self.job_name, "Batch")
 
     # -- the stage ------------------------------------------------------------------------------------------
 
@@ -170,9 +163,8 @@ class BatchMultiNodeTrainingOperator(StageOperator):
     # -- names and finding --------------------------------------------------------------------------------
 
     def _attempt_name(self, context: Context, attempt: int) -> str:
-        suffix = "" if attempt == 1 else f"-a{attempt}"
         if self.job_name:
-            return self.job_name + suffix
+            return attempt_job_name(self.job_name, attempt, "Batch")
         ti = context["ti"]
         return resource_name(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1), attempt=attempt)
 

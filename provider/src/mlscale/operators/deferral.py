@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from mlscale.specs.coerce import convert
+
 
 def default_deferrable() -> bool:
     """Deferrable unless `[operators] default_deferrable` is set explicitly.
@@ -18,4 +20,4 @@ def default_deferrable() -> bool:
         value = conf.get("operators", "default_deferrable")
         if value != conf.get_default_value("operators", "default_deferrable"):
             explicit = value
-    return True if explicit is None else explicit.strip().lower() in ("1", "true", "t", "yes")
+    return True if explicit is None else convert(explicit, bool, "[operators] default_deferrable")

@@ -45,14 +45,14 @@ class FSxLustreStageOperator(StageOperator):
         super().__init__(spec=spec, **kwargs)
         self.enabled, self.skip_reason = enabled, skip_reason
 
-    def execute(self, context: Context) -> dict[str, Any]:
+    def before_start(self, context: Context) -> dict[str, Any] | None:
         rendered = str(self.enabled).strip()  # a template renders to a string; "maybe" is refused, not enabled
         if rendered.lower() in NONE or not convert(rendered, bool, "enabled"):
             # Succeed with no file system rather than skip: this task is the setup of the delete_fsx
             # teardown, and Airflow would skip everything downstream of a skipped setup.
             self.log.info("FSx staging not needed: %s", self.skip_reason or "disabled for this run")
             return {"file_system_id": None, "skip_reason": self.skip_reason}
-        return super().execute(context)
+        return None
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         key = self._stage_key(context)

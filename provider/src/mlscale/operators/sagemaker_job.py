@@ -10,9 +10,8 @@ from botocore.exceptions import ClientError
 
 from mlscale.hooks.stage_cache import FINGERPRINT_TAG
 from mlscale.links import ConsoleLink
-from mlscale.naming import MAX_LENGTH, NAME_PATTERN, resource_name
+from mlscale.naming import attempt_job_name, check_job_name, resource_name
 from mlscale.operators.stage import StageOperator, Wait
-from mlscale.specs.rules import require
 from mlscale.waits.kinds import ResourceKind
 
 if TYPE_CHECKING:
@@ -64,15 +63,9 @@ class SageMakerJobOperator(StageOperator):
         tags = [t for t in request.get("Tags", []) if t["Key"] != FINGERPRINT_TAG] + self.fingerprint_tags()
         return {**request, "Tags": tags} if tags else request
 
-    def execute(self, context: Context) -> Any:
-        if self.job_name is not None:  # before any AWS call, like the spec
-            require(
-                isinstance(self.job_name, str) and bool(NAME_PATTERN.match(self.job_name)),
-                "job_name",
-                "must be 1-63 letters, digits and '-' (a SageMaker job name)",
-                self.job_name,
-            )
-        return super().execute(context)
+    def before_start(self, context: Context) -> None:
+        if self.job_name is not None:
+            check_job_name(self.job_name, "SageMaker")
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         job_name, existing = self._current_attempt(context)
@@ -107,10 +100,7 @@ class SageMakerJobOperator(StageOperator):
 
     def _attempt_name(self, context: Context, attempt: int) -> str:
         if self.job_name:
-            if attempt == 1:
-                return self.job_name
-            suffix = f"-a{attempt}"
-            return self.job_name[: MAX_LENGTH - len(suffix)].rstrip("-") + suffix
+            return attempt_job_name(self.job_name, attempt, "SageMaker")
         ti = context["ti"]
         return resource_name(ti.dag_id, ti.task_id, ti.run_id, getattr(ti, "map_index", -1), attempt=attempt)
 

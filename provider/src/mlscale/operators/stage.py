@@ -23,6 +23,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from airflow.providers.amazon.aws.operators.base_aws import AwsBaseOperator
+from airflow.providers.amazon.aws.utils import validate_execute_complete_event
 from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
@@ -129,6 +130,11 @@ class StageOperator(AwsBaseOperator):
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         """Move on from wherever the stage's resources are; `settled` is the last wait's success event."""
 
+    def before_start(self, context: Context) -> dict[str, Any] | None:
+        """Checks of the operator's own arguments (the base checks the spec), before any AWS call. A result
+        here is the task's result, and nothing starts: a stage this run does not need."""
+        return None
+
     def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
         """The XCom of `wait_for_completion=False`: what a sensor needs to wait on it."""
         return {"kind": wait.kind.name, "resource_id": wait.resource_id}
@@ -221,13 +227,16 @@ class StageOperator(AwsBaseOperator):
         self.poll_interval = float(interval)
 
     def execute(self, context: Context) -> Any:
+        not_needed = self.before_start(context)
+        if not_needed is not None:
+            return not_needed
         self._validate()
         if self.cache_stage is not None:
             parts = self.cache_parts(context)
             if self.cache is not None:
                 self.cache.validate(parts.names())
             self._fingerprint = self._compute_fingerprint(parts)
-            if self._fingerprint:  # visible while it runs; and what a resumed try reads back (see resume)
+            if self._fingerprint:  # visible while it runs; and what a resumed try reads back
                 context["ti"].xcom_push(key="fingerprint", value=self._fingerprint)
             if self._fingerprint and self.cache is not None and self.cache.enabled:
                 reused = caching.reuse(self, context, self._fingerprint, self.cache)
@@ -247,15 +256,17 @@ class StageOperator(AwsBaseOperator):
         )
         return key
 
-    def resume(
+    def execute_complete(
         self,
         context: Context,
         event: dict[str, Any] | None = None,
         recheck: bool = False,
         fingerprint: str | None = None,
     ) -> Any:
-        if not event or "status" not in event:
-            raise AirflowException(f"The trigger returned no event: {event!r}")
+        """Where a deferred stage resumes (Airflow's and the Amazon provider's name for it)."""
+        event = validate_execute_complete_event(event)
+        if "status" not in event:
+            raise AirflowException(f"The trigger returned no status: {event!r}")
         self._validate()  # a resumed task renders its spec again: convert the strings again
         if self.cache is not None:
             self.cache.validate()
@@ -266,6 +277,9 @@ class StageOperator(AwsBaseOperator):
             fingerprint = ti.xcom_pull(task_ids=ti.task_id, key="fingerprint", map_indexes=ti.map_index)
         self._fingerprint = fingerprint
         return self._drive(context, None if recheck and event["status"] == "success" else event)
+
+    # the method name tasks deferred by mlscale 0.2.0 stored in the metadata database: they resume through it
+    resume = execute_complete
 
     def _drive(self, context: Context, settled: dict[str, Any] | None) -> Any:
         while True:
@@ -299,7 +313,7 @@ class StageOperator(AwsBaseOperator):
                         self.botocore_config,
                         next_poll_at=time.time() + float(self.poll_interval),
                     ),
-                    method_name="resume",
+                    method_name="execute_complete",
                     kwargs={"recheck": outcome.recheck, "fingerprint": self._fingerprint},
                 )
             settled = self._wait_here(outcome)

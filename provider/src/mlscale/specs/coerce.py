@@ -20,7 +20,8 @@ from typing import Any
 from mlscale.specs.errors import SpecError
 
 INTEGER = re.compile(r"^[+-]?\d+\Z")
-TRUE, FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
+# mlscale's one boolean vocabulary (specs, templates, settings); it takes Airflow's own ("t", "f") too
+TRUE, FALSE = ("true", "t", "yes", "1", "on"), ("false", "f", "no", "0", "off")
 NONE = ("", "none", "null")
 
 
