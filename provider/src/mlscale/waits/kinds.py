@@ -9,7 +9,6 @@ is looked up by name, which is what a serialized trigger carries.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -17,56 +16,17 @@ from botocore.exceptions import ClientError
 from mlscale.hooks import errors
 from mlscale.waits.batch_logs import BatchLogTail
 from mlscale.waits.poller import service_time
+from mlscale.waits.resource_kind import Client, ResourceKind
+from mlscale.waits.summaries import (
+    batch_summary,
+    compilation_summary,
+    processing_summary,
+    training_summary,
+    transform_summary,
+)
 
-Client = Any  # a boto3 client of the kind's service
-
-
-@dataclass(frozen=True)
-class ResourceKind:
-    name: str  # the registry key: "training", "endpoint", "fsx_task"
-    noun: str  # for messages: "training job"
-    service: str  # the boto3 client type
-    describe: Callable[[Client, str], dict]
-    status: Callable[[dict], str]
-    succeeded: tuple[str, ...]
-    failed: tuple[str, ...]
-    reason: Callable[[dict], str | None] = lambda description: description.get("FailureReason")
-    stop: Callable[[Client, str], None] | None = None  # what on_kill calls; None: the service has no stop
-    not_found_codes: tuple[str, ...] = ("ResourceNotFound", "ResourceNotFoundException")
-    log_group: str | None = None  # CloudWatch log group streamed into the task log while it waits
-    # (the kind's client, a CloudWatch Logs client, resource_id, since_ms) -> a tail with poll(description), cost
-    log_tail: Callable[..., Any] | None = None
-    name_key: str = ""  # the describe answer's name field (progress lines)
-    status_key: str = ""
-    summary: Callable[[dict], dict] = lambda description: {}  # small JSON (a sensor's XCom)
-    # How mlscale.waits.poller asks for many at once: a batch read of up to batch_size ids ({id: description,
-    # None when not found}), or the list of what changed since a time ((summaries, the service's time, calls)).
-    describe_many: Callable[[Client, list[str]], dict[str, dict | None]] | None = None
-    batch_size: int = 1
-    list_changed: Callable[[Client, Any], tuple[list[dict], Any, int]] | None = None
-
-    def settled(self, description: dict) -> bool:
-        return self.status(description) in self.succeeded + self.failed
-
-    def describe_or_none(self, client: Client, resource_id: str) -> dict | None:
-        try:
-            return self.describe(client, resource_id)
-        except ClientError as error:
-            # SageMaker jobs and endpoints answer ValidationException ("Could not find ..."): mlscale.hooks.errors
-            if errors.not_found(error, (*self.not_found_codes, "ValidationException", "ValidationError")):
-                return None
-            raise
-
-    def event(self, resource_id: str, description: dict) -> dict[str, Any]:
-        """The trigger's event for a settled resource (also what an operator's own wait returns)."""
-        status = self.status(description)
-        return {
-            "status": "success" if status in self.succeeded else "failed",
-            "kind": self.name,
-            "resource_id": resource_id,
-            "state": status,
-            "reason": self.reason(description),
-        }
+# ResourceKind and failure_message are imported from here by the stages, sensors and triggers
+__all__ = ["KINDS", "Client", "ResourceKind", "failure_message"]
 
 
 def failure_message(event: dict[str, Any]) -> str:
@@ -119,59 +79,6 @@ def _sagemaker_job(name: str, prefix: str, summary: Callable[[dict], dict]) -> R
         status_key=status_key,
         summary=summary,
     )
-
-
-def training_summary(d: dict) -> dict[str, Any]:
-    return {
-        "job_name": d["TrainingJobName"],
-        "job_arn": d["TrainingJobArn"],
-        "status": d["TrainingJobStatus"],
-        "instance_count": d["ResourceConfig"]["InstanceCount"],
-        "instance_type": d["ResourceConfig"]["InstanceType"],
-        "model_artifact": d.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
-        "final_metrics": {m["MetricName"]: m["Value"] for m in d.get("FinalMetricDataList", [])},
-        "billable_seconds": d.get("BillableTimeInSeconds"),
-        "training_seconds": d.get("TrainingTimeInSeconds"),
-    }
-
-
-def processing_summary(d: dict) -> dict[str, Any]:
-    """Also each output as `<name>_uri`: a DAG passes `shard.output["shards_uri"]` on (an XComArg's [] is a key)."""
-    outputs = {
-        o["OutputName"]: o["S3Output"]["S3Uri"]
-        for o in (d.get("ProcessingOutputConfig") or {}).get("Outputs", [])
-        if "S3Output" in o
-    }
-    return {
-        "job_name": d["ProcessingJobName"],
-        "job_arn": d.get("ProcessingJobArn"),
-        "status": d["ProcessingJobStatus"],
-        "outputs": outputs,
-        **{f"{name}_uri": uri for name, uri in outputs.items()},
-        "exit_message": d.get("ExitMessage"),
-    }
-
-
-def transform_summary(d: dict) -> dict[str, Any]:
-    return {
-        "job_name": d["TransformJobName"],
-        "status": d["TransformJobStatus"],
-        "output_path": (d.get("TransformOutput") or {}).get("S3OutputPath"),
-        "model_name": d.get("ModelName"),
-    }
-
-
-def compilation_summary(d: dict) -> dict[str, Any]:
-    output = d.get("OutputConfig", {})
-    start, end = d.get("CompilationStartTime"), d.get("CompilationEndTime")
-    return {
-        "job_name": d["CompilationJobName"],
-        "status": d["CompilationJobStatus"],
-        "compiled_artifact": d.get("ModelArtifacts", {}).get("S3ModelArtifacts"),
-        "target": output.get("TargetDevice") or output.get("TargetPlatform"),
-        "input_shapes": d.get("InputConfig", {}).get("DataInputConfig"),
-        "seconds": (end - start).total_seconds() if start and end and not isinstance(start, str) else None,
-    }
 
 
 TRAINING = _sagemaker_job("training", "Training", training_summary)
@@ -414,26 +321,6 @@ def _batch_reason(d: dict) -> str | None:
     reason = d.get("statusReason")
     exit_code = ((d.get("attempts") or [{}])[-1].get("container") or {}).get("exitCode")
     return f"{reason} (main node exit code {exit_code})" if exit_code not in (None, 0) else reason
-
-
-def batch_summary(d: dict) -> dict[str, Any]:
-    nodes = d.get("nodeProperties") or {}
-    containers = [r.get("container") or {} for r in nodes.get("nodeRangeProperties") or []] or [
-        d.get("container") or {}
-    ]
-    environment = {e["name"]: e["value"] for e in containers[0].get("environment") or []}
-    return {
-        "job_id": d["jobId"],
-        "job_name": d["jobName"],
-        "status": d["status"],
-        "node_count": nodes.get("numNodes", 1),
-        "main_node_index": nodes.get("mainNode", 0),
-        "job_queue": d.get("jobQueue"),
-        "job_definition": d.get("jobDefinition"),
-        "attempts": len(d.get("attempts") or []),
-        "model_artifact": environment.get("MLSCALE_MODEL_URI"),
-        "seconds": (d["stoppedAt"] - d["startedAt"]) / 1000 if d.get("stoppedAt") and d.get("startedAt") else None,
-    }
 
 
 BATCH_JOB = ResourceKind(
