@@ -23,7 +23,6 @@ XComArgs (`train.output["model_artifact"]`); the order is stated once, at the en
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pendulum
 from airflow.providers.amazon.aws.operators.cloud_formation import (
@@ -32,8 +31,7 @@ from airflow.providers.amazon.aws.operators.cloud_formation import (
 )
 from airflow.providers.amazon.aws.sensors.cloud_formation import CloudFormationCreateStackSensor
 from airflow.providers.amazon.aws.sensors.s3 import S3KeySensor
-from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
-from airflow.sdk import DAG, Asset, AssetOrTimeSchedule, AssetWatcher, CronTriggerTimetable, chain, task
+from airflow.sdk import DAG, AssetOrTimeSchedule, CronTriggerTimetable, chain, task
 
 from mlscale.operators import (
     AthenaEtlOperator,
@@ -67,56 +65,28 @@ from mlscale.specs import (
     TrainingSpec,
 )
 from mlscale_example.datasets.digits import SAMPLE_ZERO
-from mlscale_example.pipeline.form import pipeline_form, stage_cache
-from mlscale_example.pipeline.raw_data import arrivals_prefix
-
-# Settings: the [mlscale] section of Airflow's config (AIRFLOW__MLSCALE__BUCKET=..., `airflow config list`).
-AWS_CONN_ID = setting("aws_conn_id")
-BUCKET = setting("bucket")
-ROLE_ARN = setting("role_arn")
-DATABASE = setting("glue_database")
-TRAINING_IMAGE = setting("training_image")  # AWS's PyTorch containers (CPU); use your region's registry on AWS
-INFERENCE_IMAGE = setting("inference_image")
-# FSx for Lustre and FileSystemDataSource channels live in a VPC subnet (one Availability Zone).
-SUBNET_ID, SECURITY_GROUP_ID = setting("subnet_id"), setting("security_group_id")
-# Training jobs count against account quotas (instances per type): this pool bounds how many run at once,
-# backfills included. `mlscale airflow` and `mlscale demo` create it (MLSCALE_TRAINING_POOL_SLOTS slots).
-TRAINING_POOL = setting("training_pool")
-INCLUDE = Path(__file__).resolve().parent.parent / "include"
-# New raw data: the producer's arrival notices raise S3 events to this queue; the watcher turns each batch
-# of messages into an asset event, which starts a run (long polls of 10 s: an event is seen within seconds).
-RAW_ARRIVALS = Asset(
-    name="mlscale_raw_arrivals",
-    uri=arrivals_prefix(BUCKET),
-    watchers=[
-        AssetWatcher(
-            name="mlscale_raw_arrivals_queue",
-            trigger=MessageQueueTrigger(
-                scheme="sqs",
-                sqs_queue=setting("arrivals_queue_url"),
-                aws_conn_id=AWS_CONN_ID,
-                wait_time_seconds=10,
-                waiter_delay=1,
-            ),
-        )
-    ],
+from mlscale_example.pipeline.config import (
+    AWS_CONN_ID,
+    BUCKET,
+    CLUSTER,
+    CLUSTER_TEMPLATE,
+    DATABASE,
+    HYPERPARAMETERS,
+    INCLUDE,
+    INFERENCE_IMAGE,
+    LOADER_WORKERS,
+    METRICS,
+    OUT,
+    POLL,
+    RAW_ARRIVALS,
+    ROLE_ARN,
+    SECURITY_GROUP_ID,
+    SUBNET_ID,
+    TRAINING_DATA,
+    TRAINING_IMAGE,
+    TRAINING_POOL,
 )
-# Fresh training data: downstream DAGs can schedule on it (schedule=[TRAINING_DATA]).
-TRAINING_DATA = Asset(name="mlscale_training_data", uri=f"s3://{BUCKET}/mlscale/etl/")
-LOADER_WORKERS = 0  # loading 8x8 images in the trainer: 3.5% of training waiting for data, 29% with one worker
-OUT = "/opt/ml/processing/output"  # the shard job's local output directories
-# training_backend=batch: the deep-learning cluster as code, one stack per run, created and deleted by the run
-CLUSTER = json.loads(setting("batch_cluster"))
-CLUSTER_TEMPLATE = (INCLUDE / "cloudformation" / "dl_cluster.yaml").read_text()
-METRICS = {
-    "train:loss": r"train_loss=([0-9.]+)",
-    "test:loss": r"test_loss=([0-9.]+)",
-    "test:accuracy": r"test_accuracy=([0-9.]+)",
-    "data:wait_fraction": r"data_wait_fraction=([0-9.]+)",
-}
-HYPERPARAMETERS = {"epochs": "{{ params.epochs }}", "batch-size": 64, "lr": 0.003, "loader-workers": LOADER_WORKERS}
-POLL = {"aws_conn_id": AWS_CONN_ID, "poll_interval": "{{ params.poll_interval }}"}
-
+from mlscale_example.pipeline.form import pipeline_form, stage_cache
 
 with DAG(
     dag_id="mlscale_pipeline",

@@ -2,8 +2,8 @@
 
 It stands in for the upstream systems that write raw data (mlscale_example.datasets.raw_digits generates it).
 Each day is a partition `dt=YYYY-MM-DD/` of the Glue table `raw_digits`, completed by a `_SUCCESS` marker. A run
-that wrote new days puts an arrival notice under `mlscale/raw/_arrivals/`; the bucket sends its S3 event to the SQS queue
-that the pipeline's asset watcher reads, so one producer run starts one pipeline run. Backfills load history
+that wrote new days puts an arrival notice under `mlscale/raw/_arrivals/`; the bucket sends its S3 event to the SQS
+queue that the pipeline's asset watcher reads, so one producer run starts one pipeline run. Backfills load history
 without notices: retraining on the past is the pipeline's own backfill.
 """
 
