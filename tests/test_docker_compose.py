@@ -81,7 +81,8 @@ def test_init_creates_the_pool_the_dag_trains_in_and_the_edge_fleet(compose):
     from mlscale.settings import OPTIONS
 
     assert OPTIONS["training_pool"][0] == "mlscale_training"
-    assert 'TRAINING_POOL = setting("training_pool")' in (REPO / "dags" / "mlscale_pipeline.py").read_text()
+    config = REPO / "plugins" / "mlscale_example" / "pipeline" / "config.py"
+    assert 'TRAINING_POOL = setting("training_pool")' in config.read_text()
 
 
 def test_the_image_pins_the_airflow_this_project_is_tested_with(compose):
@@ -89,3 +90,14 @@ def test_the_image_pins_the_airflow_this_project_is_tested_with(compose):
 
     dockerfile = compose["services"]["airflow-worker"]["build"]["dockerfile_inline"]
     assert f"apache/airflow:${{AIRFLOW_VERSION:-{version('apache-airflow')}}}-python3.11" in dockerfile
+
+
+def test_the_images_install_the_distributions_each_service_needs(compose):
+    """Airflow's image: the provider (and, without their dependencies, the CLI and the example's entry point
+    for the init); the emulator's image: the emulator alone."""
+    airflow = compose["x-airflow-common"]["build"]["dockerfile_inline"]
+    emulator = compose["services"]["mlscale-emulator"]["build"]["dockerfile_inline"]
+    assert "/opt/mlscale/provider" in airflow and "--no-deps /opt/mlscale/emulator /opt/mlscale" in airflow
+    assert "/opt/mlscale/emulator" in emulator and "provider" not in emulator
+    for folder in ("provider", "emulator", "plugins/mlscale_example"):
+        assert (REPO / folder).is_dir()

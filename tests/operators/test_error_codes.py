@@ -89,7 +89,7 @@ def test_an_update_refused_while_another_change_runs_waits_only_if_the_endpoint_
 
 
 def test_describe_or_none_decides_from_the_code():
-    from mlscale.hooks import errors
+    from mlscale.aws import errors
 
     def raising(code):
         def describe(**_):

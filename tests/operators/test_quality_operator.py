@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.hooks.catalog import ensure_parquet_table
+from mlscale.aws.catalog import ensure_parquet_table
 from mlscale.operators import DataQualityOperator
 from mlscale.specs import QualitySpec
 from mlscale_example.datasets.raw_digits import generate_day

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.hooks.catalog import ensure_parquet_table
-from mlscale.hooks.stage_cache import FINGERPRINT_TAG
+from mlscale.aws.catalog import ensure_parquet_table
+from mlscale.aws.stage_cache import FINGERPRINT_TAG
 from mlscale.operators import (
     AthenaEtlOperator,
     SageMakerEndpointDeployOperator,

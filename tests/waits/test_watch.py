@@ -12,7 +12,7 @@ from mlscale.waits.kinds import KINDS
 def fresh_cache(monkeypatch):
     from collections import OrderedDict
 
-    from mlscale.hooks import clients
+    from mlscale.aws import clients
     from mlscale.waits import log_budget, poller
 
     monkeypatch.setattr(clients, "_hooks", OrderedDict())

@@ -71,7 +71,7 @@ def marker_uris(bucket: str, start: date, end: date) -> list[str]:
 def write_partitions(s3, glue, bucket: str, database: str, days: list[date], records_per_day: int) -> list[str]:
     """Write each day of `days` that has no `_SUCCESS` yet (data, then the marker) and register the Glue table;
     the days written. A retried run rewrites only what an earlier try left unfinished."""
-    from mlscale.hooks.catalog import ensure_parquet_table
+    from mlscale.aws.catalog import ensure_parquet_table
     from mlscale_example.datasets.raw_digits import write_day
 
     _, prefix = _split(raw_prefix(bucket))

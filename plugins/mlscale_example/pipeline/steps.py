@@ -30,8 +30,8 @@ def plan_from_etl_output(aws_conn_id: str, etl_prefix: str, params: dict, loader
     """The example pipeline's plan_shards: measure the ETL output (Parquet footers), then plan_training_data."""
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-    from mlscale.hooks.catalog import parquet_stats
-    from mlscale.hooks.clients import shared_hook
+    from mlscale.aws.catalog import parquet_stats
+    from mlscale.aws.clients import shared_hook
 
     plan = plan_training_data(
         parquet_stats(shared_hook(S3Hook, aws_conn_id=aws_conn_id).get_conn(), etl_prefix), params, loader_workers

@@ -1,1 +1,1 @@
-"""AWS hooks mlscale adds where the Amazon provider has none."""
+"""Airflow hooks mlscale adds where the Amazon provider has none (FSx for Lustre, Greengrass v2)."""

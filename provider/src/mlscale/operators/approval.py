@@ -63,7 +63,7 @@ class ModelApprovalOperator(ApprovalOperator):
     def _sagemaker(self):
         from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 
-        from mlscale.hooks.clients import shared_hook
+        from mlscale.aws.clients import shared_hook
 
         return shared_hook(SageMakerHook, aws_conn_id=self.aws_conn_id, region_name=self.region_name).conn
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.batch_client import BatchClientHook
 from airflow.sdk.exceptions import AirflowException
 
-from mlscale.hooks.stage_cache import FINGERPRINT_TAG
+from mlscale.aws.stage_cache import FINGERPRINT_TAG
 from mlscale.metric_regex import compile_metric
 from mlscale.naming import attempt_job_name, check_job_name, resource_name
 from mlscale.operators.caching import CacheParts
@@ -70,7 +70,7 @@ class BatchMultiNodeTrainingOperator(StageOperator):
     def cache_parts(self, context: Context) -> CacheParts:
         """The SubmitJob request without the queue (where it runs does not change the model), the code, the
         job definition's containers (image, command, environment, resources; not its run-specific roles)."""
-        from mlscale.hooks.sourcedir import pack_source_dir
+        from mlscale.aws.sourcedir import pack_source_dir
 
         spec = self.spec
         request = build_submit_request(
@@ -99,7 +99,7 @@ class BatchMultiNodeTrainingOperator(StageOperator):
         ]
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
-        from mlscale.hooks import lineage
+        from mlscale.aws import lineage
 
         spec = self.spec
         inputs = [lineage.s3(uri) for uri in (spec.inputs or {}).values() if uri.startswith("s3://")]
@@ -243,7 +243,7 @@ class BatchMultiNodeTrainingOperator(StageOperator):
         return self.hook.conn.register_job_definition(**{**request, "jobDefinitionName": name})["jobDefinitionArn"]
 
     def _upload_source(self) -> str:
-        from mlscale.hooks.sourcedir import pack_source_dir, upload_if_missing
+        from mlscale.aws.sourcedir import pack_source_dir, upload_if_missing
 
         archive, content_hash = pack_source_dir(self.spec.source_dir, extra={LAUNCHER: LAUNCHER_SOURCE.read_bytes()})
         uri = self.spec.sourcedir_uri(content_hash)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mlscale.hooks.stage_cache import (
+from mlscale.aws.stage_cache import (
     age,
     fingerprint,
     read_entry,

@@ -34,7 +34,7 @@ class SageMakerNeoCompilationOperator(SageMakerJobOperator):
         )
 
     def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
-        from mlscale.hooks import lineage
+        from mlscale.aws import lineage
 
         inputs = [lineage.s3(self.spec.model_artifact)]
         if self.spec.model_package_arn:  # the approved package this artifact is

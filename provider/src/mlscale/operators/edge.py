@@ -93,7 +93,7 @@ class GreengrassEdgeDeployOperator(StageOperator):
         digest = hashlib.sha256(spec.compiled_artifact.encode() + app_zip).hexdigest()
         version = f"1.0.{int(digest[:7], 16)}"
         app_uri = f"{spec.artifact_prefix.rstrip('/')}/{digest[:16]}/inference_app.zip"
-        from mlscale.hooks.sourcedir import upload_if_missing
+        from mlscale.aws.sourcedir import upload_if_missing
 
         upload_if_missing(self.s3_hook(), app_zip, app_uri)
         self._create_component(version, app_uri, digest)
@@ -219,7 +219,7 @@ class GreengrassEdgeDeployOperator(StageOperator):
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
         """The compiled model in; the deployment out (Greengrass ARNs: arn:aws:greengrass:<region>:<account>)."""
-        from mlscale.hooks import lineage
+        from mlscale.aws import lineage
 
         region, account = result["target_arn"].split(":")[3:5]
         deployment = {

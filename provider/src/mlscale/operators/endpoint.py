@@ -10,7 +10,7 @@ from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
-from mlscale.hooks import errors
+from mlscale.aws import errors
 from mlscale.links import EndpointLink
 from mlscale.operators.stage import StageOperator, Wait
 from mlscale.operators.supersede import MODEL_VERSION_TAG, skip_if_superseded
@@ -110,7 +110,7 @@ class SageMakerEndpointDeployOperator(StageOperator):
         }
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
-        from mlscale.hooks import lineage
+        from mlscale.aws import lineage
 
         spec = self.spec
         config = {

@@ -78,7 +78,7 @@ class AthenaEtlOperator(StageOperator):
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
         """The tables the SQL reads and the raw prefixes; the data it wrote, with its Parquet schema."""
-        from mlscale.hooks import lineage
+        from mlscale.aws import lineage
 
         region, spec = self.hook.conn_region_name, self.spec
         tables = [

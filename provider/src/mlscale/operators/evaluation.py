@@ -7,7 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from mlscale.hooks import errors
+from mlscale.aws import errors
 from mlscale.links import TransformJobLink
 from mlscale.operators.caching import CacheParts
 from mlscale.operators.sagemaker_job import SageMakerJobOperator
@@ -75,7 +75,7 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
         return None if status == recorded else f"its model package is now {status}, not {recorded}"
 
     def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
-        from mlscale.hooks import lineage
+        from mlscale.aws import lineage
 
         spec = self.spec
         package = lineage.arn(
@@ -114,9 +114,9 @@ class SageMakerBatchEvaluationOperator(SageMakerJobOperator):
         sagemaker.create_transform_job(**self.tagged(self.spec.transform_request(job_name, job_name)))
 
     def _result(self, description: dict) -> dict[str, Any]:
+        from mlscale.aws.s3_objects import put_object
         from mlscale.evaluation.gate import decide
         from mlscale.evaluation.metrics import classification_metrics, confusion_png, parse_predictions
-        from mlscale.hooks.s3_objects import put_object
 
         s3 = self.s3_hook()
         predictions, labels = self._read_outputs(s3, parse_predictions)

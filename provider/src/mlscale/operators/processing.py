@@ -42,7 +42,7 @@ class SageMakerProcessingScriptOperator(SageMakerJobOperator):
         )
 
     def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
-        from mlscale.hooks import lineage
+        from mlscale.aws import lineage
 
         spec = self.spec
         details = {
@@ -58,7 +58,7 @@ class SageMakerProcessingScriptOperator(SageMakerJobOperator):
         )
 
     def _create_job(self, job_name: str, region: str) -> None:
-        from mlscale.hooks.sourcedir import upload_if_missing
+        from mlscale.aws.sourcedir import upload_if_missing
 
         script = Path(self.spec.script).read_bytes()
         digest = hashlib.sha256(script).hexdigest()[:16]

@@ -61,7 +61,7 @@ class DataQualityOperator(StageOperator):
         return dict(zip(header, values))
 
     def _judge(self, context: Context, counts: dict[str, str]) -> dict[str, Any]:
-        from mlscale.hooks.s3_objects import put_object, read_json
+        from mlscale.aws.s3_objects import put_object, read_json
         from mlscale.quality.data import load_images
         from mlscale.quality.profile import Profile, drift, feature_profile, run_checks
         from mlscale.quality.report import render_html, render_plots

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 from botocore.exceptions import ClientError
 
-from mlscale.hooks.stage_cache import FINGERPRINT_TAG
+from mlscale.aws.stage_cache import FINGERPRINT_TAG
 from mlscale.links import ConsoleLink
 from mlscale.naming import attempt_job_name, check_job_name, resource_name
 from mlscale.operators.stage import StageOperator, Wait

@@ -28,8 +28,8 @@ from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
 from airflow.sdk.exceptions import AirflowException
 from botocore.exceptions import ClientError
 
-from mlscale.hooks.clients import shared_hook
-from mlscale.hooks.stage_cache import FINGERPRINT_TAG
+from mlscale.aws.clients import shared_hook
+from mlscale.aws.stage_cache import FINGERPRINT_TAG
 from mlscale.operators import caching
 from mlscale.operators.deferral import default_deferrable
 from mlscale.specs.cache import CacheConfig
@@ -157,7 +157,7 @@ class StageOperator(AwsBaseOperator):
             self._fingerprint = tagged
 
     def lineage(self, context: Context, result: dict[str, Any]) -> tuple[list, list, dict]:
-        """What the stage read and wrote (mlscale.hooks.lineage datasets) and its details for the run facet."""
+        """What the stage read and wrote (mlscale.aws.lineage datasets) and its details for the run facet."""
         return [], [], {}
 
     def _with_lineage(self, context: Context, result: dict[str, Any]) -> dict[str, Any]:
@@ -191,7 +191,7 @@ class StageOperator(AwsBaseOperator):
 
     @cached_property
     def hook(self) -> Any:
-        """AwsBaseOperator's hook (`aws_hook_class`), shared in this process (mlscale.hooks.clients)."""
+        """AwsBaseOperator's hook (`aws_hook_class`), shared in this process (mlscale.aws.clients)."""
         return shared_hook(self.aws_hook_class, **self._hook_parameters)
 
     def aws_client(self, service: str) -> Any:

@@ -38,7 +38,7 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
     def cache_parts(self, context: Any) -> CacheParts:
         """The request (job name and code left out), the source dir's content hash, the image, the S3 channels.
         A channel on a file system (FSx) is named by its file system id: a run's own file system never hits."""
-        from mlscale.hooks.sourcedir import pack_source_dir
+        from mlscale.aws.sourcedir import pack_source_dir
         from mlscale.images import training_image_uri
 
         region = self.hook.conn_region_name
@@ -54,7 +54,7 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
         return CacheParts(request, inputs, extras={"code": content_hash, "image": image_uri})
 
     def lineage(self, context: Any, result: dict[str, Any]) -> tuple[list, list, dict]:
-        from mlscale.hooks import lineage
+        from mlscale.aws import lineage
 
         spec = self.spec
         inputs = [lineage.s3(c.s3_uri) for c in spec.channels().values() if isinstance(c, InputChannel)]
@@ -70,7 +70,7 @@ class SageMakerScriptTrainingOperator(SageMakerJobOperator):
         return inputs, outputs, details
 
     def _create_job(self, job_name: str, region: str) -> None:
-        from mlscale.hooks.sourcedir import pack_source_dir, upload_if_missing
+        from mlscale.aws.sourcedir import pack_source_dir, upload_if_missing
         from mlscale.images import training_image_uri
 
         image_uri = training_image_uri(self.spec, region)

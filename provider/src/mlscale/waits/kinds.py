@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from mlscale.hooks import errors
+from mlscale.aws import errors
 from mlscale.waits.batch_logs import BatchLogTail
 from mlscale.waits.poller import service_time
 from mlscale.waits.resource_kind import Client, ResourceKind

@@ -34,7 +34,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from mlscale.hooks import errors
+from mlscale.aws import errors
 
 LOOKBACK_SECONDS = 300  # how far back a refresh lists when a wait first asks for a job
 SKEW_SECONDS = 5  # the Date header's second resolution, and a change recorded as the list was answered
@@ -155,7 +155,7 @@ class Poller:
         try:
             return self.kind.describe(self.client, resource_id)
         except ClientError as error:
-            # SageMaker answers ValidationException ("Could not find ...") for a job: mlscale.hooks.errors
+            # SageMaker answers ValidationException ("Could not find ...") for a job: mlscale.aws.errors
             if errors.not_found(error, (*self.kind.not_found_codes, "ValidationException", "ValidationError")):
                 return error
             raise

@@ -8,7 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from mlscale.hooks import errors
+from mlscale.aws import errors
 
 Client = Any  # a boto3 client of the kind's service
 
@@ -44,7 +44,7 @@ class ResourceKind:
         try:
             return self.describe(client, resource_id)
         except ClientError as error:
-            # SageMaker jobs and endpoints answer ValidationException ("Could not find ..."): mlscale.hooks.errors
+            # SageMaker jobs and endpoints answer ValidationException ("Could not find ..."): mlscale.aws.errors
             if errors.not_found(error, (*self.not_found_codes, "ValidationException", "ValidationError")):
                 return None
             raise

@@ -11,7 +11,7 @@ import random
 import time
 from typing import Any
 
-from mlscale.hooks import errors
+from mlscale.aws import errors
 from mlscale.waits.kinds import ResourceKind
 from mlscale.waits.log_budget import budget_for
 from mlscale.waits.poller import poller_for
@@ -53,13 +53,13 @@ def shared_hook(
     botocore_config: dict | None = None,
 ):
     """hook_for's hook, one per (service, connection, region, verify, config) in this process, its client made
-    (the process's one hook cache, mlscale.hooks.clients; the connection read again every SHARED_HOOK_SECONDS).
+    (the process's one hook cache, mlscale.aws.clients; the connection read again every SHARED_HOOK_SECONDS).
 
     A triggerer runs hundreds of waits: a hook each meant a boto3 client each, every one holding its own copy of
     the service model (several MB for SageMaker). boto3 clients are thread-safe, so the waits share them
     (https://boto3.amazonaws.com/v1/documentation/api/latest/guide/clients.html#multithreading-or-multiprocessing).
     Blocking (the connection is read): call it in a thread, never on the triggerer's event loop."""
-    from mlscale.hooks import clients
+    from mlscale.aws import clients
 
     hook_class, extra = _hook_class(kind.service)
     hook = clients.shared_hook(
@@ -80,7 +80,7 @@ def shared_logs_hook(hook: Any):
     """The provider's AwsLogsHook on the same connection as `hook` (one of hook_for's), shared like shared_hook."""
     from airflow.providers.amazon.aws.hooks.logs import AwsLogsHook
 
-    from mlscale.hooks import clients
+    from mlscale.aws import clients
 
     params = getattr(hook, "mlscale_params", None)  # an operator's own hook has its connection's fields instead
     aws_conn_id, region_name, verify, botocore_config = params or (

@@ -3,7 +3,7 @@
 from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 from airflow.providers.amazon.aws.hooks.sagemaker import SageMakerHook
 
-from mlscale.hooks.clients import shared_hook
+from mlscale.aws.clients import shared_hook
 
 CONN = "aws://key:secret@/?region_name=us-east-1&endpoint_url=http%3A%2F%2F127.0.0.1%3A{port}"
 

@@ -2,7 +2,7 @@ import io
 import tarfile
 import time
 
-from mlscale.hooks.sourcedir import pack_source_dir
+from mlscale.aws.sourcedir import pack_source_dir
 
 
 def test_same_files_same_archive_and_hash(tmp_path):

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from mlscale.hooks.stage_cache import fingerprint, s3_identity, with_placeholders
+from mlscale.aws.stage_cache import fingerprint, s3_identity, with_placeholders
 from mlscale.operators.caching import CacheParts, compute
 from mlscale.specs import CacheConfig, SpecError
 

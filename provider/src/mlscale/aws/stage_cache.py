@@ -87,7 +87,7 @@ def write_entry(
     task_id: str,
     result: dict[str, Any],
 ) -> str:
-    from mlscale.hooks.s3_objects import put_object
+    from mlscale.aws.s3_objects import put_object
 
     uri = entry_uri(location, stage, key)
     entry = {
