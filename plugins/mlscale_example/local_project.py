@@ -128,6 +128,11 @@ def run_conf(text: str) -> dict:
         except ParamValidationError as error:
             reason = str(error.__cause__ or error).splitlines()[0]
             raise ValueError(f"param {name!r}: {reason}") from None
+    if conf.get("gate_mode") == "manual":  # dag.test() cannot wait for a person; the scheduler can
+        raise ValueError(
+            "gate_mode=manual needs a person and Airflow's scheduler: trigger the run in "
+            "`mlscale airflow` instead (its approve task waits on the Required Actions page)"
+        )
     return conf
 
 

@@ -38,7 +38,6 @@ def main(argv: list[str] | None = None) -> int:
     from mlscale_emulator import control, local_project
 
     project = local_project.load()
-
     repo = Path(os.environ.get("MLSCALE_REPO", Path.cwd())).resolve()
     config = emulator_settings(repo)
     env = {**os.environ, **airflow_environment(repo, control.connection_uri(config))}
@@ -54,13 +53,6 @@ def main(argv: list[str] | None = None) -> int:
         conf = project.demo_conf(argv[0]) if argv else {}
     except ValueError as error:
         print(f"mlscale demo: {error}", file=sys.stderr)
-        return 2
-    if conf.get("gate_mode") == "manual":  # dag.test() cannot wait for a person; the scheduler can
-        print(
-            "mlscale demo: gate_mode=manual needs a person and Airflow's scheduler: trigger the run in "
-            "`mlscale airflow` instead (its approve task waits on the Required Actions page)",
-            file=sys.stderr,
-        )
         return 2
     started = time.monotonic()
     emulator_started = control.ensure_up(config)  # a running emulator (`mlscale airflow`'s) is reused, left running
