@@ -31,6 +31,7 @@ two sides so drift hits both. Each figure is printed with its goal; all go to .m
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import subprocess
@@ -80,6 +81,10 @@ def probe(code: str, *args: str) -> dict:
 
 
 def parse_and_plugin_figures(rounds: int) -> list[Figure]:
+    # the baseline's provider is installed with its bytecode (pip compiles at install); give mlscale's editable
+    # sources theirs too, which imports write unless PYTHONDONTWRITEBYTECODE is set
+    for folder in ("provider/src", "plugins"):
+        compileall.compile_dir(REPO / folder, quiet=1)
     ours, base, plugin_runs = [], [], []
     for _ in range(rounds):  # interleaved: drift hits both sides
         ours.append(probe(PARSE, str(REPO / "dags" / "mlscale_pipeline.py")))

@@ -139,9 +139,21 @@ def run_demo(tmp_path, *conf: str, env: dict | None = None) -> str:
     return out[out.index("mlscale demo summary") :]
 
 
+@pytest.fixture(scope="module")
+def first_demo(tmp_path_factory):
+    """The demo with its defaults and the stage cache on, reporting its lineage to a file (OpenLineage's file
+    transport): the demo test reads its summary, the cache test runs again on its emulator home (the emulator's
+    state survives each demo's restart). Its home, its summary and the lineage events."""
+    home = tmp_path_factory.mktemp("demo")
+    events = home / "openlineage.jsonl"
+    transport = json.dumps({"type": "file", "log_file_path": str(events), "append": True})
+    summary = run_demo(home, json.dumps({"cache": True}), env={"AIRFLOW__OPENLINEAGE__TRANSPORT": transport})
+    return home, summary, events
+
+
 @pytest.mark.e2e
-def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
-    summary = run_demo(tmp_path)
+def test_demo_runs_the_dag_through_airflow_on_the_emulator(first_demo):
+    tmp_path, summary, events = first_demo
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"raw data\s+\S+ \(mlscale_raw_data\): 7 day\(s\) written, 0 already there", summary)
     assert re.search(r"ETL output\s+70000 rows", summary)  # 7 days x 10,000 records, deduplicated by Athena
@@ -165,6 +177,8 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(tmp_path):
     assert re.search(r"endpoint\s+mlscale-digits InService .+; predicts 0 for the sample \(a 0\)", summary)
     assert re.search(r"edge devices\s+deployment \S+ COMPLETED", summary)
     assert len(re.findall(r"mlscale-edge-fleet-device-\d: SUCCEEDED, answers 0", summary)) == 3
+    assert re.search(r"stage cache\s+ran: compile, etl, evaluate, shard, train\n", summary)
+    check_lineage_graph(events)
 
     # the run view reads the same run back from Airflow's database
     run_id = re.search(r"DAG run\s+(\S+): success", summary).group(1)
@@ -262,39 +276,29 @@ def test_the_gate_mode_param_reaches_the_evaluation_when_rendered():
 
 
 @pytest.mark.e2e
-def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparameter_reruns_from_train(tmp_path):
-    """Three demos on one emulator home (its state survives each demo's restart); the third also shows a
-    rejected model reaching no deployment."""
+def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparameter_reruns_from_train(first_demo):
+    """Two more demos on the first demo's emulator home; the third also shows a rejected model reaching no
+    deployment."""
     from mlscale_emulator import control
     from mlscale_emulator.settings import EmulatorSettings
 
-    small = {
-        "cache": True,
-        "epochs": 1,
-        "deploy_target": "none",
-        "min_accuracy": 0.5,
-        "champion_tolerance": 1,
-        "records_per_day": 1000,
-    }
-    events = tmp_path / "openlineage.jsonl"  # the first run also reports its lineage (the file transport)
-    transport = json.dumps({"type": "file", "log_file_path": str(events), "append": True})
-    first = run_demo(
-        tmp_path, json.dumps({**small, "deploy_target": "both"}), env={"AIRFLOW__OPENLINEAGE__TRANSPORT": transport}
-    )
+    tmp_path, first, _ = first_demo
     first_run = re.search(r"DAG run\s+(\S+): success", first).group(1)
-    check_lineage_graph(events)
     job = re.search(r"training job\s+(\S+)", first).group(1)
-    assert re.search(r"stage cache\s+ran: compile, etl, evaluate, shard, train\n", first)
 
-    second = run_demo(tmp_path, json.dumps(small))
+    # the same params (deploying is never cached: it is left out here)
+    second = run_demo(tmp_path, json.dumps({"cache": True, "deploy_target": "none"}))
     assert re.search(r"DAG run\s+\S+: success", second) and first_run not in second.splitlines()[1]
+    assert re.search(r"raw data\s+\S+ \(mlscale_raw_data\): 0 day\(s\) written, 7 already there", second)
     for task in ("compile", "etl", "evaluate", "shard", "train"):  # each names the first run's job
         assert re.search(rf"{task}: reused \S+ from run {re.escape(first_run)}", second), task
     assert f"train: reused {job} from run" in second and "ran: none" in second
     assert re.search(rf"training job\s+{job}", second)  # evaluated, compiled: the same model
 
     # one hyperparameter changed, and a bar no model meets: train and evaluate run again, the gate rejects
-    third = run_demo(tmp_path, json.dumps({**small, "epochs": 2, "min_accuracy": 0.9999, "deploy_target": "edge"}))
+    third = run_demo(
+        tmp_path, json.dumps({"cache": True, "epochs": 2, "min_accuracy": 0.9999, "deploy_target": "edge"})
+    )
     assert re.search(rf"etl: reused \S+ from run {re.escape(first_run)}", third)
     assert re.search(rf"shard: reused \S+ from run {re.escape(first_run)}", third)
     assert re.search(r"ran: evaluate, train\n", third)
@@ -360,7 +364,7 @@ def check_lineage_graph(events_file) -> None:
     etl_output = completes["etl"]["outputs"][0]
     assert [f["name"] for f in etl_output["facets"]["schema"]["fields"]] == ["record_id", "label", "pixels", "dt"]
     train = completes["train"]["run"]["facets"]["mlscale_stage"]
-    assert train["details"]["hyperparameters"]["epochs"] == "1" and "test:accuracy" in train["details"]["final_metrics"]
+    assert train["details"]["hyperparameters"]["epochs"] == "4" and "test:accuracy" in train["details"]["final_metrics"]
     assert len(train["fingerprint"]) == 64 and train["cache"] == {"hit": False, "enabled": True}
     registered = next(d for d in completes["evaluate"]["outputs"] if d["name"].startswith("model-package/"))
     assert registered["facets"]["mlscale_model_package"]["properties"]["approval_status"] == "Approved"
