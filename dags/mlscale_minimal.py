@@ -2,7 +2,7 @@
 gate_mode=manual, a person who approves the model in the Airflow UI), deploy an endpoint.
 
 Copy this file to start a DAG of your own. `data_prefix` holds train/ and test/ (the training channels)
-and eval/features/ + eval/labels/ (CSV, for Batch Transform). Settings come from Airflow's [mlscale]
+and eval/features/ + eval/labels/ (CSV, for Batch Transform). Settings come from Airflow's [mlscale_example]
 config section; `mlscale_pipeline` adds ETL, data quality, sharding, FSx, diagnosis, Neo and the edge.
 """
 
@@ -20,8 +20,8 @@ from mlscale.operators import (
     SageMakerScriptTrainingOperator,
 )
 from mlscale.params import form_param
-from mlscale.settings import setting
 from mlscale.specs import EndpointSpec, EvaluationSpec, TrainingSpec
+from mlscale_example.settings import setting
 
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
 BUCKET, ROLE_ARN = setting("bucket"), setting("role_arn")

@@ -15,7 +15,7 @@ differs (`endpoint_url` in its extra points it at the emulator). It starts when
 new raw data arrives (the producer DAG mlscale_raw_data announces it; S3 sends
 the event to an SQS queue that an asset watcher reads) and weekly; each run
 trains on a week of data, so backfills retrain on past weeks. Settings
-come from the `[mlscale]` section of Airflow's config; the steps that are not
+come from the `[mlscale_example]` section of Airflow's config; the steps that are not
 an AWS stage are tested functions in mlscale_example.pipeline. Data flows through
 XComArgs (`train.output["model_artifact"]`); the order is stated once, at the end.
 """
@@ -48,7 +48,6 @@ from mlscale.operators import (
     SageMakerScriptTrainingOperator,
     TrainingDiagnosisOperator,
 )
-from mlscale.settings import setting
 from mlscale.specs import (
     AthenaEtlSpec,
     BatchTrainingSpec,
@@ -87,6 +86,7 @@ from mlscale_example.pipeline.config import (
     TRAINING_POOL,
 )
 from mlscale_example.pipeline.form import pipeline_form, stage_cache
+from mlscale_example.settings import setting
 
 with DAG(
     dag_id="mlscale_pipeline",

@@ -13,7 +13,7 @@ import pendulum
 from airflow.sdk import DAG, CronTriggerTimetable, task
 
 from mlscale.params import form_param
-from mlscale.settings import setting
+from mlscale_example.settings import setting
 
 AWS_CONN_ID = setting("aws_conn_id")
 BUCKET = setting("bucket")

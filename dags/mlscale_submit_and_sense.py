@@ -15,8 +15,8 @@ from airflow.sdk import DAG
 from mlscale.operators import SageMakerEndpointDeployOperator, SageMakerScriptTrainingOperator
 from mlscale.params import form_param
 from mlscale.sensors import EndpointSensor, TrainingJobSensor
-from mlscale.settings import setting
 from mlscale.specs import EndpointSpec, TrainingSpec
+from mlscale_example.settings import setting
 
 INCLUDE = Path(__file__).resolve().parent.parent / "include"
 BUCKET, ROLE_ARN = setting("bucket"), setting("role_arn")

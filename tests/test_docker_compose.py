@@ -78,7 +78,7 @@ def test_init_creates_the_pool_the_dag_trains_in_and_the_edge_fleet(compose):
     script = "\n".join(compose["services"]["airflow-init"]["command"])
     assert "airflow pools set mlscale_training" in script and "--include-deferred" in script
     assert "mlscale emulator fleet" in script
-    from mlscale.settings import OPTIONS
+    from mlscale_example.settings import OPTIONS
 
     assert OPTIONS["training_pool"][0] == "mlscale_training"
     config = REPO / "plugins" / "mlscale_example" / "pipeline" / "config.py"

@@ -76,6 +76,7 @@ with DAG(dag_id="docs_training_stages", start_date=pendulum.datetime(2026, 1, 1,
             expire_after="P30D",  # ISO 8601 duration; None: never expires
             version="1",  # part of the fingerprint: bump it to invalidate every entry
             ignored_inputs=["test"],  # inputs (channel names, or "code" / "image") left out of it
+            location="s3://my-bucket/mlscale/cache",  # where its entries live; else [mlscale] cache_location
         ),
     )
     # [END cache]

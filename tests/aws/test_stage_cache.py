@@ -86,7 +86,7 @@ def test_run_specific_output_prefixes_and_ignored_inputs_leave_the_fingerprint_a
     ],
 )
 def test_expire_after_takes_iso_8601_durations(text, expected):
-    config = CacheConfig(enabled="true", expire_after=text)
+    config = CacheConfig(enabled="true", expire_after=text, location="s3://my-bucket/cache")
     config.validate()
     assert config.enabled is True and config.expiry() == expected
 
@@ -105,6 +105,16 @@ def test_expire_after_takes_iso_8601_durations(text, expected):
 def test_bad_cache_settings_name_the_field_and_the_rule(config, field):
     with pytest.raises(SpecError, match=field):
         config.validate(("train", "test", "code"))
+
+
+def test_a_cache_that_is_on_needs_a_location_here_or_in_the_settings(monkeypatch):
+    monkeypatch.delenv("AIRFLOW__MLSCALE__CACHE_LOCATION", raising=False)
+    with pytest.raises(SpecError, match=r"cache.location: must name where the cache keeps its entries"):
+        CacheConfig(enabled=True).validate()
+    CacheConfig(enabled=False).validate()  # off: nothing is kept
+    CacheConfig(enabled=True, location="s3://my-bucket/cache").validate()
+    monkeypatch.setenv("AIRFLOW__MLSCALE__CACHE_LOCATION", "s3://my-bucket/cache")
+    CacheConfig(enabled=True).validate()
 
 
 def test_an_operator_argument_may_be_a_bool_a_dict_or_a_config():

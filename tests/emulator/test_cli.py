@@ -32,7 +32,7 @@ def test_up_status_down_are_idempotent(tmp_path):
         connection = json.loads(mlscale("emulator", "connection", env=env).stdout)
         assert connection["extra"]["endpoint_url"] == status["endpoint_url"]
         for _ in range(2):  # what `mlscale airflow` and the compose file's init run; idempotent
-            arrivals = mlscale("emulator", "arrivals", env={**env, "AIRFLOW__MLSCALE__BUCKET": "cli-arrivals"})
+            arrivals = mlscale("emulator", "arrivals", env={**env, "AIRFLOW__MLSCALE_EXAMPLE__BUCKET": "cli-arrivals"})
             assert arrivals.returncode == 0, arrivals.stderr
         assert arrivals.stdout.strip().endswith("arn:aws:sqs:us-east-1:123456789012:mlscale-raw-arrivals")
         s3 = boto3.client(

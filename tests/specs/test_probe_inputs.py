@@ -87,12 +87,18 @@ def test_resource_names_refuse_a_trailing_newline():
     ],
 )
 def test_settings_are_checked_when_read_naming_the_option(monkeypatch, option, value, rule):
-    from mlscale.settings import SettingError, setting
+    """The provider's own ([mlscale]) and the example project's ([mlscale_example]), by the same rules."""
+    import mlscale.settings as provider
+    import mlscale_example.settings as example
+    from mlscale.settings import SettingError
 
-    monkeypatch.setenv(f"AIRFLOW__MLSCALE__{option.upper()}", value)
+    settings = provider if option in provider.OPTIONS else example
+    section = "mlscale" if settings is provider else "mlscale_example"
+    monkeypatch.setenv(f"AIRFLOW__{section.upper()}__{option.upper()}", value)
     with pytest.raises(SettingError) as error:
-        setting(option)
-    assert str(error.value).startswith(f"[mlscale] {option} = {value!r}: ") and rule in str(error.value)
+        settings.setting(option)
+    assert str(error.value).startswith(f"[{section}] {option} = {value!r}: ") and rule in str(error.value)
+    assert f"AIRFLOW__{section.upper()}__{option.upper()})" in str(error.value)
 
 
 def test_the_fsx_stage_refuses_an_enabled_flag_that_is_not_a_boolean():

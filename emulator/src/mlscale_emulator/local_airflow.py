@@ -119,6 +119,7 @@ def main(port: int = 8080, workers: int = 0) -> int:
         user, password = login(home)
         from mlscale_emulator.executors.processes import free_port
 
+        env.update(project.airflow_environment())  # the project's settings for jobs that take seconds
         components = Components(env, home, port, workers=workers, broker_port=free_port() if workers else 0)
         components.start()
         print(f"Starting Airflow (logs: {home}/<component>.log) ...", flush=True)

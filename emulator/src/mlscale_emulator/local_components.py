@@ -81,7 +81,6 @@ class Components:
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__AUTH_MANAGER": SIMPLE_AUTH_MANAGER,
             "AIRFLOW__MLSCALE__FIRST_EVENT_DELAY": "0",
-            "AIRFLOW__MLSCALE__POLL_INTERVAL": "2",
             # a task whose worker died is failed (and retried) after a minute, not five
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": env.get(
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT", "60"

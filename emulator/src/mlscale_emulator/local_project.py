@@ -2,6 +2,8 @@
 point (Python packaging's entry points: the emulator imports no project by name).
 
 The entry point names an object with:
+- `airflow_environment() -> dict`: what `mlscale airflow`'s components run with (the project's settings for
+  the emulator, whose jobs take seconds);
 - `prepare_airflow()`: after Airflow's database is migrated (pools, variables);
 - `provision(clients) -> str`: the project's AWS resources on the emulator before Airflow starts (a line to print);
 - `demo_conf(text) -> dict`: the demo's params from its JSON argument (ValueError in one line);

@@ -1,6 +1,7 @@
 """The example pipeline's settings, assets and training constants, read once when the DAG file is parsed.
 
-Settings come from the [mlscale] section of Airflow's config (AIRFLOW__MLSCALE__BUCKET=..., `airflow config list`).
+Settings come from the [mlscale_example] section of Airflow's config (AIRFLOW__MLSCALE_EXAMPLE__BUCKET=...;
+mlscale_example.settings).
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from pathlib import Path
 from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
 from airflow.sdk import Asset, AssetWatcher
 
-from mlscale.settings import setting
 from mlscale_example.pipeline.raw_data import arrivals_prefix
+from mlscale_example.settings import setting
 
 AWS_CONN_ID = setting("aws_conn_id")
 BUCKET = setting("bucket")

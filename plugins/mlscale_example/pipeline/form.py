@@ -15,14 +15,21 @@ from mlscale.specs.cache import CacheConfig
 def stage_cache() -> CacheConfig:
     """The pipeline's job stages' CacheConfig: on when the run's `cache` param is (a new object per task: each
     task renders its own)."""
-    return CacheConfig(enabled="{{ params.cache }}", expire_after="P30D")
+    from mlscale_example.settings import setting
+
+    return CacheConfig(enabled="{{ params.cache }}", expire_after="P30D", location=cache_location(setting("bucket")))
+
+
+def cache_location(bucket: str) -> str:
+    """Where the example's stages keep their cache entries: beside the run's data, in the project's bucket."""
+    return f"s3://{bucket}/mlscale/cache"
 
 
 def default_poll_interval() -> int:
-    """`[mlscale] poll_interval`, a whole number of seconds."""
-    from mlscale.settings import setting
+    """`[mlscale_example] poll_interval`, a whole number of seconds."""
+    from mlscale_example.settings import setting
 
-    return int(setting("poll_interval"))  # checked when read (mlscale.settings.RULES)
+    return int(setting("poll_interval"))  # checked when read (mlscale_example.settings.RULES)
 
 
 def pipeline_form(database: str) -> dict[str, Param]:

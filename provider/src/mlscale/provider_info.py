@@ -3,7 +3,7 @@
 Generated from the code, never kept by hand: the modules listed are those that define an operator, sensor,
 trigger or hook class (read from the source with `ast`, since every Airflow process loads provider info and
 importing the operators would cost it seconds), the extra links are `mlscale.links.ALL_LINKS`, the config
-section is `mlscale.settings.OPTIONS`.
+section is `mlscale.settings.OPTIONS` (the provider's own options; a project's are its own section).
 """
 
 from __future__ import annotations

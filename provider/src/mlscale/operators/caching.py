@@ -47,9 +47,10 @@ class CacheParts:
 
 
 def default_location() -> str:
+    """`[mlscale] cache_location` (CacheConfig.validate has checked that it is set when a stage names none)."""
     from mlscale.settings import setting
 
-    return setting("cache_location") or f"s3://{setting('bucket')}/mlscale/cache"
+    return setting("cache_location")
 
 
 def compute(stage: str, parts: CacheParts, config: CacheConfig | None, s3_client: Any) -> tuple[str, dict]:

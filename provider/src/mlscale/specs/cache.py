@@ -63,6 +63,14 @@ class CacheConfig:
             )
         if self.location is not None:
             rules.s3_uri(self.location, "cache.location")
+        elif self.enabled is True:
+            from mlscale.settings import setting
+
+            require(
+                bool(setting("cache_location")),
+                "cache.location",
+                "must name where the cache keeps its entries (an s3:// prefix), here or in [mlscale] cache_location",
+            )
 
     def expiry(self) -> timedelta | None:
         """`expire_after` as a timedelta (ISO 8601 PnYnMnWnDTnHnMnS; a year counts 365 days, a month 30)."""
