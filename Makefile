@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install system-packages browser demo airflow lint format docs test test-fast bench emulator-up emulator-down lock clean
+.PHONY: install system-packages browser demo airflow lint format docs provider-info test test-fast bench emulator-up emulator-down lock clean
 
 $(STAMP): pyproject.toml provider/pyproject.toml emulator/pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,9 @@ lint: install  ## ruff: lint and format check (CI runs it before the tests)
 format: install  ## ruff: fix what it can and format
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+
+provider-info: install  ## rewrite provider_info.py's module and link lists from the code (a test checks them)
+	$(BIN)/python provider/scripts/generate_provider_info.py
 
 docs: install  ## the documentation site (docs/_build/html), warnings as errors
 	AIRFLOW_HOME=$(CURDIR)/.mlscale/docs-airflow $(BIN)/sphinx-build -q -W --keep-going -b html docs docs/_build/html

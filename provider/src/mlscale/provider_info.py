@@ -1,62 +1,60 @@
 """Provider metadata for Airflow's ProvidersManager (the `apache_airflow_provider` entry point).
 
-Generated from the code, never kept by hand: the modules listed are those that define an operator, sensor,
-trigger or hook class (read from the source with `ast`, since every Airflow process loads provider info and
-importing the operators would cost it seconds), the extra links are `mlscale.links.ALL_LINKS`, the config
-section is `mlscale.settings.OPTIONS` (the provider's own options; a project's are its own section).
+Never kept by hand: the module and link lists below are written from the code by `make provider-info`
+(provider/scripts/generate_provider_info.py), and tests/test_provider_info.py fails when they no longer match
+it. They are data because every Airflow process loads provider info: finding them there would cost each
+process its import of the whole provider. The config section is `mlscale.settings.OPTIONS`.
 """
 
 from __future__ import annotations
 
-import ast
-from functools import cache
-from pathlib import Path
-
 from mlscale import __version__
 from mlscale.settings import config_schema
 
-PACKAGE = Path(__file__).resolve().parent
-# Airflow's provider.yaml sections, and the suffix of the classes that put a module in them
-KINDS = {"operators": "Operator", "sensors": "Sensor", "triggers": "Trigger", "hooks": "Hook"}
-
-
-def _classes(path: Path) -> list[ast.ClassDef]:
-    return [node for node in ast.parse(path.read_text()).body if isinstance(node, ast.ClassDef)]
-
-
-def _base_names(node: ast.ClassDef) -> list[str]:
-    names = []
-    for base in node.bases:
-        base = base.value if isinstance(base, ast.Subscript) else base  # AwsBaseSensor[AwsBaseHook]
-        names.append(base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", ""))
-    return names
-
-
-@cache
-def modules_defining(kind: str) -> list[str]:
-    """The modules of mlscale.<kind> that define a class deriving from a `...<Suffix>` class."""
-    folder, suffix = PACKAGE / kind, KINDS[kind]
-    found = []
-    for path in sorted(folder.rglob("*.py")):
-        if any(name.endswith(suffix) for node in _classes(path) for name in _base_names(node)):
-            parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
-            found.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
-    return found
-
-
-@cache
-def extra_links() -> list[str]:
-    """`mlscale.links.ALL_LINKS`, as class paths."""
-    for node in ast.parse((PACKAGE / "links.py").read_text()).body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "ALL_LINKS" for t in node.targets):
-            return [f"mlscale.links.{element.id}" for element in node.value.elts]
-    raise LookupError("mlscale.links defines no ALL_LINKS")
+# --- generated: start ---
+# fmt: off
+MODULES = {
+    "operators": [
+        "mlscale.operators.approval",
+        "mlscale.operators.batch",
+        "mlscale.operators.compilation",
+        "mlscale.operators.diagnosis",
+        "mlscale.operators.edge",
+        "mlscale.operators.endpoint",
+        "mlscale.operators.etl",
+        "mlscale.operators.evaluation",
+        "mlscale.operators.fsx",
+        "mlscale.operators.processing",
+        "mlscale.operators.quality",
+        "mlscale.operators.sagemaker_job",
+        "mlscale.operators.stage",
+        "mlscale.operators.training"
+    ],
+    "sensors": [
+        "mlscale.sensors"
+    ],
+    "triggers": [
+        "mlscale.triggers.stage"
+    ],
+    "hooks": [
+        "mlscale.hooks.fsx",
+        "mlscale.hooks.greengrass"
+    ]
+}
+EXTRA_LINKS = [
+    "mlscale.links.TrainingJobLink",
+    "mlscale.links.ProcessingJobLink",
+    "mlscale.links.TransformJobLink",
+    "mlscale.links.CompilationJobLink",
+    "mlscale.links.EndpointLink",
+    "mlscale.links.FileSystemLink",
+    "mlscale.links.GreengrassDeploymentLink"
+]
+# fmt: on
+# --- generated: end ---
 
 
 def get_provider_info() -> dict:
-    def section(kind: str) -> list[dict]:
-        return [{"integration-name": "mlscale", "python-modules": modules_defining(kind)}]
-
     return {
         "package-name": "mlscale",
         "name": "mlscale",
@@ -69,7 +67,7 @@ def get_provider_info() -> dict:
                 "tags": ["aws"],
             }
         ],
-        **{kind: section(kind) for kind in KINDS},
+        **{kind: [{"integration-name": "mlscale", "python-modules": modules}] for kind, modules in MODULES.items()},
         "config": config_schema(),
-        "extra-links": extra_links(),
+        "extra-links": EXTRA_LINKS,
     }
