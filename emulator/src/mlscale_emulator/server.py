@@ -21,6 +21,7 @@ def install_services() -> None:
     patched when moto first loads them (mlscale_emulator.after_import): they bring ~230 MB of moto with them."""
     from mlscale_emulator import after_import, aws_answers, console, dispatch, faults, iam
     from mlscale_emulator.athena import queries
+    from mlscale_emulator.emr_serverless import runs as emr_serverless
     from mlscale_emulator.fsx import service as fsx
     from mlscale_emulator.glue import jobs as glue_jobs
     from mlscale_emulator.greengrass import service as greengrass
@@ -52,6 +53,7 @@ def install_services() -> None:
     queries.install()
     fsx.install()
     glue_jobs.install()
+    emr_serverless.install()
     greengrass.install()
     console.install()
     faults.install()
@@ -82,9 +84,11 @@ def _loaded_batch():
 
 def shutdown_services() -> None:
     """Stop every kind of running work: jobs, queries' processes, endpoints' model servers."""
+    from mlscale_emulator.emr_serverless import runs as emr_serverless
+    from mlscale_emulator.glue import jobs as glue_jobs
     from mlscale_emulator.sagemaker import endpoints, processing, training, transform
 
-    for module in (_loaded_batch(), endpoints, transform, training, processing):
+    for module in (_loaded_batch(), endpoints, transform, training, processing, glue_jobs, emr_serverless):
         if module is not None:
             module.stop_all()
 
@@ -92,6 +96,7 @@ def shutdown_services() -> None:
 def recover_services() -> None:
     """After a restore: what ran when the emulator stopped ends Failed; endpoints serve again."""
     from mlscale_emulator.athena import queries
+    from mlscale_emulator.emr_serverless import runs as emr_serverless
     from mlscale_emulator.fsx import service as fsx
     from mlscale_emulator.glue import jobs as glue_jobs
     from mlscale_emulator.greengrass import service as greengrass
@@ -104,6 +109,7 @@ def recover_services() -> None:
         compilation,
         queries,
         glue_jobs,
+        emr_serverless,
         fsx,
         greengrass,
         _loaded_batch(),

@@ -53,6 +53,15 @@ GLUE_JOB_RUN: Table = {
     "RUNNING": ("SUCCEEDED", "FAILED", "TIMEOUT", "STOPPING"),
     "STOPPING": ("STOPPED",),
 }
+# EMR Serverless job runs (https://docs.aws.amazon.com/emr/latest/EMR-Serverless-UserGuide/job-states.html):
+# CancelJobRun moves any state before an end to CANCELLING.
+EMR_SERVERLESS_JOB_RUN: Table = {
+    "SUBMITTED": ("PENDING", "SCHEDULED", "FAILED", "CANCELLING"),
+    "PENDING": ("SCHEDULED", "FAILED", "CANCELLING"),
+    "SCHEDULED": ("RUNNING", "FAILED", "CANCELLING"),
+    "RUNNING": ("SUCCESS", "FAILED", "CANCELLING"),
+    "CANCELLING": ("CANCELLED", "FAILED"),
+}
 # AWS Batch's job states (https://docs.aws.amazon.com/batch/latest/userguide/job_states.html); a failed attempt
 # that its retryStrategy retries goes back to RUNNABLE (from STARTING: its container could not start);
 # CancelJob and TerminateJob end any state FAILED.

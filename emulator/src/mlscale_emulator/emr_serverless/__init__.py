@@ -1,0 +1,1 @@
+"""EMR Serverless: Spark job runs on the emulator."""
