@@ -27,6 +27,7 @@ MODULES = {
         "mlscale.operators.processing",
         "mlscale.operators.quality",
         "mlscale.operators.sagemaker_job",
+        "mlscale.operators.spark",
         "mlscale.operators.stage",
         "mlscale.operators.training"
     ],

@@ -153,6 +153,7 @@ def _execute(region: str, run) -> None:
         for uri in py_uris:
             bucket, key = s3io.split_s3_uri(uri)
             py_files.append(s3io.inside(work / "py-files", os.path.basename(key)))
+            py_files[-1].parent.mkdir(parents=True, exist_ok=True)
             s3io.download(s3, bucket, key, py_files[-1])
         cores, heap = local_resources(conf)
         properties = runtime.properties(

@@ -86,6 +86,7 @@ def _command(job, run, work, script, region) -> tuple[list[str], dict[str, str]]
     for uri in filter(None, (arguments.get("--extra-py-files") or "").split(",")):
         bucket, key = s3io.split_s3_uri(uri.strip())
         py_files.append(s3io.inside(work / "py-files", os.path.basename(key)))
+        py_files[-1].parent.mkdir(parents=True, exist_ok=True)
         s3io.download(s3, bucket, key, py_files[-1])
     slots = workers.local_slots(run.worker_type, run.number_of_workers)
     conf = runtime.parse_conf(arguments["--conf"]) if arguments.get("--conf") else {}

@@ -11,6 +11,7 @@ from mlscale.operators.evaluation import SageMakerBatchEvaluationOperator
 from mlscale.operators.fsx import FSxDeleteFileSystemOperator, FSxLustreStageOperator
 from mlscale.operators.processing import SageMakerProcessingScriptOperator
 from mlscale.operators.quality import DataQualityOperator
+from mlscale.operators.spark import GlueSparkJobOperator
 from mlscale.operators.training import SageMakerScriptTrainingOperator
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "DataQualityOperator",
     "FSxDeleteFileSystemOperator",
     "FSxLustreStageOperator",
+    "GlueSparkJobOperator",
     "GreengrassEdgeDeployOperator",
     "ModelApprovalOperator",
     "SageMakerBatchEvaluationOperator",

@@ -12,6 +12,7 @@ from mlscale.specs.evaluation import EvaluationSpec
 from mlscale.specs.fsx import FSxLustreSpec
 from mlscale.specs.processing import ProcessingInput, ProcessingOutput, ProcessingSpec
 from mlscale.specs.quality import QualitySpec
+from mlscale.specs.spark import GlueSparkSpec
 from mlscale.specs.training import FileSystemChannel, InputChannel, TrainingSpec
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "EvaluationSpec",
     "FSxLustreSpec",
     "FileSystemChannel",
+    "GlueSparkSpec",
     "InputChannel",
     "ProcessingInput",
     "ProcessingOutput",

@@ -302,6 +302,34 @@ ATHENA_QUERY = ResourceKind(
     },
 )
 
+# -- AWS Glue job runs: the resource id is "<job name>/<run id>" (a run id names no job of its own) -----------
+
+
+def _split_glue_run(resource_id: str) -> tuple[str, str]:
+    job_name, _, run_id = resource_id.rpartition("/")
+    return job_name, run_id
+
+
+GLUE_JOB_RUN = ResourceKind(
+    name="glue_job_run",
+    noun="Glue job run",
+    service="glue",
+    describe=lambda client, r: client.get_job_run(
+        JobName=_split_glue_run(r)[0], RunId=_split_glue_run(r)[1], PredecessorsIncluded=False
+    )["JobRun"],
+    status=lambda d: d["JobRunState"],
+    succeeded=("SUCCEEDED",),
+    failed=("FAILED", "STOPPED", "TIMEOUT", "ERROR", "EXPIRED"),
+    reason=lambda d: (
+        d.get("ErrorMessage") or (f"the run is {d['JobRunState']}" if d["JobRunState"] != "SUCCEEDED" else None)
+    ),
+    stop=lambda client, r: client.batch_stop_job_run(JobName=_split_glue_run(r)[0], JobRunIds=[_split_glue_run(r)[1]]),
+    not_found_codes=("EntityNotFoundException",),
+    name_key="Id",
+    status_key="JobRunState",
+    summary=lambda d: {"job_run_id": d["Id"], "job_name": d["JobName"], "state": d["JobRunState"]},
+)
+
 # -- AWS Batch -------------------------------------------------------------------------------------------------
 
 
@@ -357,6 +385,7 @@ KINDS: dict[str, ResourceKind] = {
         GREENGRASS_DEPLOYMENT,
         GREENGRASS_DEVICE,
         ATHENA_QUERY,
+        GLUE_JOB_RUN,
         BATCH_JOB,
     )
 }
