@@ -1,8 +1,9 @@
 """mlscale's example pipeline, after the AWS whitepaper *Power Machine Learning at Scale*.
 
-    plan_run -> wait_for_data (the week's partitions) -> etl (Athena UNLOAD)
+    plan_run -> wait_for_data (the week's partitions) -> plan_data (data advisor; the etl_engine param)
+        -> etl (Athena UNLOAD) or spark_etl (one Glue Spark job: ETL and shards) -> etl_output
         -> quality (Athena aggregates, plots, gate)
-        -> plan_shards (storage advisor) -> shard (SageMaker Processing)
+        -> plan_shards (storage advisor) -> shard (SageMaker Processing; not needed after spark_etl) -> shards
         -> stage_fsx (FSx for Lustre, only when the advisor says so) -> choose_backend
         -> train (SageMaker, DDP) -> diagnose (CloudWatch utilisation -> bottleneck and the next configuration)
            or create_cluster (CloudFormation) -> train_on_batch (AWS Batch multi-node, DDP); delete_cluster
@@ -39,6 +40,7 @@ from mlscale.operators import (
     DataQualityOperator,
     FSxDeleteFileSystemOperator,
     FSxLustreStageOperator,
+    GlueSparkJobOperator,
     GreengrassEdgeDeployOperator,
     ModelApprovalOperator,
     SageMakerBatchEvaluationOperator,
@@ -57,6 +59,7 @@ from mlscale.specs import (
     EndpointSpec,
     EvaluationSpec,
     FSxLustreSpec,
+    GlueSparkSpec,
     ProcessingInput,
     ProcessingOutput,
     ProcessingSpec,
@@ -122,9 +125,21 @@ with DAG(
         timeout=12 * 3600,
     )
 
+    @task(multiple_outputs=True)
+    def plan_data(partition_prefixes: list, params=None) -> dict:
+        """The data advisor on the window's raw partitions; the etl_engine param picks Athena or Spark."""
+        from mlscale_example.pipeline.steps import plan_data
+
+        return plan_data(AWS_CONN_ID, partition_prefixes, params, LOADER_WORKERS)
+
+    data_plan = plan_data(layout["partition_prefixes"])
+
     # Downstream stages read where a stage says its output is, not the layout: a reused job's run made it.
+    # One of etl and spark_etl runs; the other is not needed (it succeeds at once, saying why).
     etl = AthenaEtlOperator(
         task_id="etl",
+        enabled=data_plan["athena"],
+        skip_reason=data_plan["skip_reason"],
         spec=AthenaEtlSpec(
             query="sql/etl_digits.sql",
             database="{{ params.database }}",
@@ -133,10 +148,50 @@ with DAG(
             inputs={"raw": layout["partition_prefixes"]},
         ),
         cache=stage_cache(),
-        outlets=[TRAINING_DATA],
         **POLL,
     )
-    etl_data = etl.output["data_prefix"]
+
+    spark_etl = GlueSparkJobOperator(
+        task_id="spark_etl",
+        enabled=data_plan["spark"],
+        skip_reason=data_plan["skip_reason"],
+        spec=GlueSparkSpec(
+            job_name="mlscale-etl-shard",
+            script=str(INCLUDE / "spark" / "etl_shard.py"),
+            extra_py_files=[str(INCLUDE / "processing" / "shard.py")],  # the shard record format
+            role_arn=ROLE_ARN,
+            code_location=f"s3://{BUCKET}/mlscale/code/spark",
+            arguments={
+                "--input": "{{ ti.xcom_pull(task_ids='plan_run')['partition_prefixes'] | join(',') }}",
+                "--etl-output": layout["etl_prefix"],
+                "--shards-output": layout["shards_uri"],
+                "--test-output": layout["test_uri"],
+                "--eval-output": layout["eval_uri"],
+                "--shards": data_plan["spark_shard_count"],
+                "--seed": layout["seed"],
+                "--test-fraction": "0.1",
+            },
+            inputs={"raw": layout["partition_prefixes"]},
+            outputs={
+                "etl": layout["etl_prefix"],
+                "shards": layout["shards_uri"],
+                "test": layout["test_uri"],
+                "features": layout["eval_features_uri"],
+                "labels": layout["eval_labels_uri"],
+            },
+        ),
+        cache=stage_cache(),
+        **POLL,
+    )
+
+    @task(multiple_outputs=True, outlets=[TRAINING_DATA])
+    def etl_output(athena: dict, spark: dict) -> dict:
+        """The clean records of whichever engine ran (what the training data asset announces)."""
+        from mlscale_example.pipeline.steps import etl_output
+
+        return etl_output(athena, spark)
+
+    etl_data = etl_output(etl.output, spark_etl.output)["data_prefix"]
 
     quality = DataQualityOperator(
         task_id="quality",
@@ -164,6 +219,8 @@ with DAG(
 
     shard = SageMakerProcessingScriptOperator(
         task_id="shard",
+        enabled=data_plan["athena"],
+        skip_reason=data_plan["skip_reason"],
         spec=ProcessingSpec(
             script=str(INCLUDE / "processing" / "shard.py"),
             role_arn=ROLE_ARN,
@@ -185,12 +242,21 @@ with DAG(
         **POLL,
     )
 
+    @task(multiple_outputs=True)
+    def shards(processing: dict, spark: dict) -> dict:
+        """The shards, test shard and evaluation CSV of whichever engine wrote them."""
+        from mlscale_example.pipeline.steps import shard_output
+
+        return shard_output(processing, spark)
+
+    sharded = shards(shard.output, spark_etl.output)
+
     stage_fsx = FSxLustreStageOperator(
         task_id="stage_fsx",
         enabled=plan["fsx_enabled"],
         skip_reason=plan["fsx_reason"],
         spec=FSxLustreSpec(
-            data_repository_path=shard.output["shards_uri"],
+            data_repository_path=sharded["shards_uri"],
             deployment_type=plan["fsx_deployment_type"],
             storage_capacity_gib=plan["fsx_storage_capacity_gib"],
             per_unit_storage_throughput=plan["fsx_throughput"],
@@ -208,7 +274,7 @@ with DAG(
 
         return training_channels(shards_uri, test_uri, fsx, SUBNET_ID, SECURITY_GROUP_ID)
 
-    channels = training_inputs(shard.output["shards_uri"], shard.output["test_uri"], stage_fsx.output)
+    channels = training_inputs(sharded["shards_uri"], sharded["test_uri"], stage_fsx.output)
 
     train = SageMakerScriptTrainingOperator(
         task_id="train",
@@ -290,7 +356,7 @@ with DAG(
             memory_mib=int(CLUSTER.get("NodeMemoryMiB", 2048)),
             gpus=int(CLUSTER.get("NodeGpus", 0)),
             hyperparameters=HYPERPARAMETERS,
-            inputs={"train": shard.output["shards_uri"], "test": shard.output["test_uri"]},  # S3, not FSx
+            inputs={"train": sharded["shards_uri"], "test": sharded["test_uri"]},  # S3, not FSx
             metric_definitions=METRICS,
             timeout_seconds=3600,
             tags={"project": "mlscale"},
@@ -329,8 +395,8 @@ with DAG(
             model_artifact=model["model_artifact"],
             role_arn=ROLE_ARN,
             image_uri=INFERENCE_IMAGE,
-            features_uri=shard.output["features_uri"],
-            labels_uri=shard.output["labels_uri"],
+            features_uri=sharded["features_uri"],
+            labels_uri=sharded["labels_uri"],
             output_uri=layout["evaluation_uri"],
             model_package_group="mlscale-digits",
             min_value="{{ params.min_accuracy }}",
@@ -408,7 +474,8 @@ with DAG(
     )
 
     verdict = gate(evaluate.output["decision"], evaluate.output["model_package_arn"], evaluate.output["reasons"])
-    chain(layout, wait_for_data, etl, quality, plan, shard, stage_fsx, channels, backend, [train, create_cluster])
+    chain(layout, wait_for_data, data_plan, [etl, spark_etl], etl_data, quality, plan, shard, sharded, stage_fsx)
+    chain(stage_fsx, channels, backend, [train, create_cluster])
     chain(create_cluster, wait_for_cluster, cluster, train_on_batch)
     model >> evaluate
     train >> diagnose

@@ -152,14 +152,14 @@ def summary_text(result: dict, wall_seconds: float) -> str:
         "mlscale demo summary",
         f"  DAG run          {result['run_id']}: {result['state']}",
         f"  raw data         {_raw_line(result.get('produced') or {})}",
+        f"  data engine      {_engine_line(xcoms)}",
         f"  ETL output       {etl.get('rows', '-')} rows, {etl.get('bytes', 0) / 1e6:.1f} MB"
         f" in {etl.get('objects', '-')} object(s)",
         f"  data quality     {quality.get('verdict', '-')}: {quality.get('report_uri', '-')}",
         f"  storage advisor  {storage.get('storage', '-')} {storage.get('input_mode') or ''}:"
         f" {storage.get('reason', '-')}",
         f"  FSx for Lustre   {_fsx_line(xcoms.get('stage_fsx'), plan)}",
-        f"  shards           {shards.get('shards', '-')} x ~{shards.get('records_per_shard', '-')} records "
-        f"(~{shards.get('bytes_per_shard', 0) / 1e6:.2f} MB): {shards.get('reason', '-')}",
+        f"  shards           {_shards_line(xcoms, shards)}",
         *_training_lines(train, xcoms.get("plan_run") or {}, result.get("cluster_stack")),
         f"  test accuracy    {metrics.get('test:accuracy', '-')}",
         f"  model artifact   {train.get('model_artifact', '-')}",
@@ -172,6 +172,27 @@ def summary_text(result: dict, wall_seconds: float) -> str:
         f"  wall time        {wall_seconds:.1f} s (the pipeline run {result.get('run_seconds') or 0:.1f} s)",
     ]
     return "\n".join(lines)
+
+
+def _engine_line(xcoms: dict) -> str:
+    """Which engine prepared the data, its job, and what the data advisor said."""
+    data_plan, output = xcoms.get("plan_data") or {}, xcoms.get("etl_output") or {}
+    advice = data_plan.get("advice") or {}
+    noun = "Glue Spark job run" if output.get("engine") == "spark" else "Athena query"
+    return (
+        f"{output.get('engine', '-')}: {noun} {output.get('job', '-')}; "
+        f"the data advisor: {advice.get('engine', '-')}, {advice.get('reason', '-')}"
+    )
+
+
+def _shards_line(xcoms: dict, planned: dict) -> str:
+    if (xcoms.get("etl_output") or {}).get("engine") == "spark":
+        count = (xcoms.get("plan_data") or {}).get("spark_shard_count", "-")
+        return f"{count}, written by the Spark job (planned from the raw data)"
+    return (
+        f"{planned.get('shards', '-')} x ~{planned.get('records_per_shard', '-')} records "
+        f"(~{planned.get('bytes_per_shard', 0) / 1e6:.2f} MB): {planned.get('reason', '-')}"
+    )
 
 
 def _training_lines(train: dict, layout: dict, stack_status: str | None) -> list[str]:

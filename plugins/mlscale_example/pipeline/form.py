@@ -42,6 +42,12 @@ def pipeline_form(database: str) -> dict[str, Param]:
             pattern=r"^[a-z_][a-z0-9_]{0,254}$(?!\n)",
             description="Glue database of the raw table (an Athena identifier)",
         ),
+        "etl_engine": form_param(
+            "athena",
+            enum=["athena", "spark"],
+            description="athena: one Athena query (ETL), then one Processing job shards. spark: one AWS Glue "
+            "Spark job does both, for transforms SQL does not express or data larger than one instance's memory",
+        ),
         "instance_type": form_param(
             "ml.c5.xlarge",
             type="string",

@@ -26,6 +26,52 @@ def produce_raw_days(aws_conn_id: str, bucket: str, database: str, logical_date,
     return {"days": [d.isoformat() for d in days], "written": written, "notice": notice}
 
 
+def plan_data(aws_conn_id: str, partition_prefixes: list[str], params: dict, loader_workers: int) -> dict[str, Any]:
+    """The example pipeline's plan_data: measure the window's raw partitions; the data advisor says which engine
+    fits (in words), the run's `etl_engine` param picks the one that runs, and the Spark path's shard count
+    (Spark shards in the same job, so the count is planned from the raw data; the Athena path plans it from
+    the ETL output, in plan_shards)."""
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    from mlscale.advisors.data_engine import DataNeeds, advise_engine
+    from mlscale.advisors.sharding import plan_shards
+    from mlscale.aws.catalog import parquet_stats
+    from mlscale.aws.clients import shared_hook
+
+    s3 = shared_hook(S3Hook, aws_conn_id=aws_conn_id).get_conn()
+    stats = [parquet_stats(s3, prefix) for prefix in partition_prefixes]
+    raw = {key: sum(s[key] for s in stats) for key in ("objects", "bytes", "rows")}
+    if raw["rows"] == 0:
+        raise ValueError("plan_data: the data interval's partitions hold no records; nothing to train on")
+    advice = advise_engine(DataNeeds(raw_bytes=raw["bytes"], transform="sql"))
+    engine = params["etl_engine"]
+    shards = plan_shards(raw["bytes"], raw["rows"], params["instance_count"], loader_workers).to_dict()["shards"]
+    note = "" if engine == advice.engine else f" (the advisor would choose {advice.engine})"
+    print(f"raw data: {raw}; engine: {engine}{note}; advice: {advice.reason}")
+    return {
+        "raw": raw,
+        "advice": advice.to_dict(),
+        "engine": engine,
+        "athena": engine == "athena",
+        "spark": engine == "spark",
+        "skip_reason": f"etl_engine={engine}",
+        "spark_shard_count": shards,
+    }
+
+
+def etl_output(etl: dict, spark: dict) -> dict[str, Any]:
+    """Where the engine that ran wrote the window's clean records (the other stage's result: `enabled` false)."""
+    if spark.get("enabled", True):
+        return {"engine": "spark", "data_prefix": spark["etl_uri"], "job": spark["job_run_id"]}
+    return {"engine": "athena", "data_prefix": etl["data_prefix"], "job": etl["query_execution_id"]}
+
+
+def shard_output(shard: dict, spark: dict) -> dict[str, Any]:
+    """Where the engine that ran wrote the shards, the held-out test shard and its CSV for Batch Transform."""
+    chosen = spark if spark.get("enabled", True) else shard
+    return {key: chosen[key] for key in ("shards_uri", "test_uri", "features_uri", "labels_uri")}
+
+
 def plan_from_etl_output(aws_conn_id: str, etl_prefix: str, params: dict, loader_workers: int) -> dict[str, Any]:
     """The example pipeline's plan_shards: measure the ETL output (Parquet footers), then plan_training_data."""
     from airflow.providers.amazon.aws.hooks.s3 import S3Hook

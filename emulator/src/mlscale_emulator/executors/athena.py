@@ -110,7 +110,12 @@ class QueryRun:
         except confine.PathEscape as error:
             raise QueryError(f"INVALID_TABLE_NAME: awsdatacatalog.{database}.{table}: {error}") from None
         scanned = s3io.download_prefix(s3, location.rstrip("/") + "/", local) if location else 0
-        files = [p for p in local.rglob("*") if p.is_file()]
+        files = []
+        for path in (p for p in local.rglob("*") if p.is_file()):
+            if path.name.startswith(("_", ".")):  # Athena skips these (_SUCCESS, .crc): tables-location-format.html
+                path.unlink()
+            else:
+                files.append(path)
         views.append(f"CREATE SCHEMA IF NOT EXISTS {identifier(database)}")
         view = f"{identifier(database)}.{identifier(table)}"
         if not files:  # an empty table still has its columns

@@ -55,12 +55,14 @@ def parquet_stats(s3, uri: str) -> dict:
 
     import pyarrow.parquet as pq
 
+    from mlscale.aws.s3_objects import is_data_key
+
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
     objects = [
         o
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
         for o in page.get("Contents", [])
-        if not o["Key"].endswith("/")
+        if is_data_key(o["Key"])
     ]
     rows = 0
     for item in objects:

@@ -81,11 +81,11 @@ def parquet_schema(client: Any, uri: str) -> list[dict[str, str]]:
     """The fields of the first Parquet object under `uri` (its footer only), as a schema facet's fields."""
     import pyarrow.parquet as pq
 
+    from mlscale.aws.s3_objects import is_data_key
+
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
     objects = [
-        o
-        for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", [])
-        if not o["Key"].endswith("/")
+        o for o in client.list_objects_v2(Bucket=bucket, Prefix=prefix).get("Contents", []) if is_data_key(o["Key"])
     ]
     if not objects:
         return []

@@ -17,3 +17,11 @@ def read_json(s3_hook: Any, uri: str) -> Any | None:
     if not s3_hook.check_for_key(key, bucket_name=bucket):
         return None
     return json.loads(s3_hook.read_key(key, bucket_name=bucket))
+
+
+def is_data_key(key: str) -> bool:
+    """Whether an object under a data prefix holds data: Athena, Hive and Spark skip names starting with '_' or
+    '.' (Spark's _SUCCESS marker, .crc files) and folder markers
+    (https://docs.aws.amazon.com/athena/latest/ug/tables-location-format.html)."""
+    name = key.rsplit("/", 1)[-1]
+    return bool(name) and not name.startswith(("_", "."))

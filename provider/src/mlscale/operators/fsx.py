@@ -13,7 +13,6 @@ from mlscale.hooks.fsx import FSxHook
 from mlscale.links import FileSystemLink
 from mlscale.naming import resource_name
 from mlscale.operators.stage import StageOperator, Wait
-from mlscale.specs.coerce import NONE, convert
 from mlscale.specs.fsx import FSxLustreSpec
 from mlscale.waits.kinds import FSX_ASSOCIATION, FSX_FILE_SYSTEM, FSX_TASK
 
@@ -38,21 +37,15 @@ class FSxLustreStageOperator(StageOperator):
 
     aws_hook_class = FSxHook
     operator_extra_links = (FileSystemLink(),)
-    template_fields: Sequence[str] = (*StageOperator.template_fields, "enabled", "skip_reason")
     ui_color = "#cce5ff"
 
-    def __init__(self, *, spec: FSxLustreSpec, enabled: bool | str = True, skip_reason: str = "", **kwargs: Any):
+    def __init__(self, *, spec: FSxLustreSpec, **kwargs: Any):
         super().__init__(spec=spec, **kwargs)
-        self.enabled, self.skip_reason = enabled, skip_reason
 
-    def before_start(self, context: Context) -> dict[str, Any] | None:
-        rendered = str(self.enabled).strip()  # a template renders to a string; "maybe" is refused, not enabled
-        if rendered.lower() in NONE or not convert(rendered, bool, "enabled"):
-            # Succeed with no file system rather than skip: this task is the setup of the delete_fsx
-            # teardown, and Airflow would skip everything downstream of a skipped setup.
-            self.log.info("FSx staging not needed: %s", self.skip_reason or "disabled for this run")
-            return {"file_system_id": None, "skip_reason": self.skip_reason}
-        return None
+    def not_needed(self) -> dict[str, Any]:
+        # Succeed with no file system rather than skip: this task is the setup of the delete_fsx
+        # teardown, and Airflow would skip everything downstream of a skipped setup.
+        return {"file_system_id": None, "skip_reason": self.skip_reason}
 
     def advance(self, context: Context, settled: dict[str, Any] | None) -> dict[str, Any] | Wait:
         key = self._stage_key(context)

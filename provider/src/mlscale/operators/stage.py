@@ -33,7 +33,7 @@ from mlscale.aws.stage_cache import FINGERPRINT_TAG
 from mlscale.operators import caching
 from mlscale.operators.deferral import default_deferrable
 from mlscale.specs.cache import CacheConfig
-from mlscale.specs.coerce import convert
+from mlscale.specs.coerce import NONE, convert
 from mlscale.specs.rules import require
 from mlscale.triggers.stage import StageTrigger
 from mlscale.waits.kinds import ResourceKind, failure_message
@@ -68,13 +68,20 @@ class StageOperator(AwsBaseOperator):
     :param poll_interval: seconds between Describe calls while waiting.
     :param cache: a CacheConfig (or True): reuse the latest successful job with
         this stage's fingerprint; off by default. Stages that deploy refuse it.
+    :param enabled: False (or a template that renders to false) makes the stage not
+        needed this run: it logs `skip_reason` and succeeds at once with
+        `not_needed()` (rather than skipping: a skipped task skips everything
+        downstream, and a pipeline that picks one of two stages goes on after either).
 
     The result is one XCom per key as well as the whole (`multiple_outputs`),
     so a DAG passes `train.output["model_artifact"]` on; XComArgs inside the
     spec set the task's upstream as they do in an operator's own arguments.
     """
 
-    template_fields: Sequence[str] = (*aws_template_fields(), "spec", "poll_interval", "cache")
+    template_fields: Sequence[str] = (
+        *aws_template_fields(),
+        *("spec", "poll_interval", "cache", "enabled", "skip_reason"),
+    )
     cache_stage: str | None = None  # the stage's name in the cache; None: never cached (deployments)
     cache_noun = "job"
     cache_job_key = "job_name"  # the result's key naming what a cache entry records
@@ -87,11 +94,14 @@ class StageOperator(AwsBaseOperator):
         deferrable: bool | None = None,
         poll_interval: float = 30,
         cache: CacheConfig | bool | None = None,
+        enabled: bool | str = True,
+        skip_reason: str = "",
         **kwargs: Any,
     ):
         kwargs.setdefault("multiple_outputs", True)
         super().__init__(**kwargs)
         self.spec = spec
+        self.enabled, self.skip_reason = enabled, skip_reason
         self.wait_for_completion = wait_for_completion
         self.deferrable = default_deferrable() if deferrable is None else deferrable
         self.poll_interval = poll_interval
@@ -134,6 +144,10 @@ class StageOperator(AwsBaseOperator):
         """Checks of the operator's own arguments (the base checks the spec), before any AWS call. A result
         here is the task's result, and nothing starts: a stage this run does not need."""
         return None
+
+    def not_needed(self) -> dict[str, Any]:
+        """The result of a stage this run does not need (`enabled` false)."""
+        return {"enabled": False, "skip_reason": self.skip_reason}
 
     def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
         """The XCom of `wait_for_completion=False`: what a sensor needs to wait on it."""
@@ -226,7 +240,14 @@ class StageOperator(AwsBaseOperator):
         )
         self.poll_interval = float(interval)
 
+    def _needed(self) -> bool:
+        rendered = str(self.enabled).strip()  # a template renders to a string; "maybe" is refused, not enabled
+        return rendered.lower() not in NONE and convert(rendered, bool, "enabled")
+
     def execute(self, context: Context) -> Any:
+        if not self._needed():
+            self.log.info("%s not needed this run: %s", self.task_id, self.skip_reason or "disabled")
+            return self.not_needed()
         not_needed = self.before_start(context)
         if not_needed is not None:
             return not_needed

@@ -11,11 +11,13 @@ def load_images(s3, uri: str, label_column: str = "label", pixels_column: str = 
     """(labels, images in [0, 1] as (n, side, side)) from every Parquet object under `uri`."""
     import pyarrow.parquet as pq
 
+    from mlscale.aws.s3_objects import is_data_key
+
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
     labels, images = [], []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
-            if item["Key"].endswith("/"):
+            if not is_data_key(item["Key"]):
                 continue
             table = pq.read_table(
                 io.BytesIO(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read()),
