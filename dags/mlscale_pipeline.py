@@ -162,7 +162,7 @@ with DAG(
             role_arn=ROLE_ARN,
             code_location=f"s3://{BUCKET}/mlscale/code/spark",
             arguments={
-                "--input": "{{ ti.xcom_pull(task_ids='plan_run')['partition_prefixes'] | join(',') }}",
+                "--input": data_plan["raw_inputs"],
                 "--etl-output": layout["etl_prefix"],
                 "--shards-output": layout["shards_uri"],
                 "--test-output": layout["test_uri"],

@@ -30,12 +30,16 @@ def test_dag_parses_with_its_params_form():
         "deploy_endpoint",
         "diagnose",
         "etl",
+        "etl_output",
         "evaluate",
         "gate",
+        "plan_data",
         "plan_run",
         "plan_shards",
         "quality",
         "shard",
+        "shards",
+        "spark_etl",
         "stage_fsx",
         "train",
         "train_on_batch",
@@ -48,16 +52,24 @@ def test_dag_parses_with_its_params_form():
     assert dag.get_task("compile").upstream_task_ids == {"approve", "trained", "plan_run", "evaluate"}
     assert dag.get_task("approve").upstream_task_ids == {"gate", "evaluate"}
     assert dag.get_task("gate").upstream_task_ids == {"evaluate"}
-    assert [a.name for a in dag.get_task("etl").outlets] == ["mlscale_training_data"]  # downstream DAGs schedule on it
+    # downstream DAGs schedule on it, whichever engine wrote the data
+    assert [a.name for a in dag.get_task("etl_output").outlets] == ["mlscale_training_data"]
     assert dag.get_task("delete_fsx").is_teardown
     assert dag.params["instance_count"] == 2
     assert dag.get_task("wait_for_data").upstream_task_ids == {"plan_run"}
-    assert dag.get_task("etl").upstream_task_ids == {"wait_for_data", "plan_run"}
+    assert dag.get_task("plan_data").upstream_task_ids == {"wait_for_data", "plan_run"}
+    assert (
+        dag.get_task("etl").upstream_task_ids
+        == dag.get_task("spark_etl").upstream_task_ids
+        == {"plan_data", "plan_run"}
+    )
+    assert dag.get_task("etl_output").upstream_task_ids == {"etl", "spark_etl"}
     # each stage reads where the stage before says its output is (a reused job's run), not the run's layout
-    assert dag.get_task("plan_shards").upstream_task_ids == {"quality", "etl"}
-    assert dag.get_task("shard").upstream_task_ids == {"etl", "plan_run", "plan_shards"}
+    assert dag.get_task("plan_shards").upstream_task_ids == {"quality", "etl_output"}
+    assert dag.get_task("shard").upstream_task_ids == {"etl_output", "plan_data", "plan_run", "plan_shards"}
+    assert dag.get_task("shards").upstream_task_ids == {"shard", "spark_etl"}
     assert dag.get_task("train").upstream_task_ids == {"training_inputs", "plan_shards", "choose_backend"}
-    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx", "shard"}
+    assert dag.get_task("training_inputs").upstream_task_ids == {"stage_fsx", "shards"}
 
 
 def test_the_ec2_backend_trains_on_a_cluster_stack_the_run_creates_and_deletes():
@@ -80,7 +92,7 @@ def test_the_ec2_backend_trains_on_a_cluster_stack_the_run_creates_and_deletes()
     assert isinstance(delete, CloudFormationDeleteStackOperator) and delete.is_teardown
     assert delete.upstream_task_ids == {"create_cluster", "train_on_batch", "plan_run"}
     assert dag.get_task("create_cluster").upstream_task_ids == {"choose_backend", "plan_run"}
-    assert dag.get_task("train_on_batch").upstream_task_ids == {"cluster_outputs", "shard"}
+    assert dag.get_task("train_on_batch").upstream_task_ids == {"cluster_outputs", "shards"}
     assert dag.get_task("trained").upstream_task_ids == {"train", "train_on_batch"}
     assert dag.get_task("trained").trigger_rule == "none_failed_min_one_success"
     assert dag.get_task("diagnose").upstream_task_ids == {"train"}  # SageMaker's utilisation metrics only
@@ -156,6 +168,9 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(first_demo):
     tmp_path, summary, events = first_demo
     assert re.search(r"DAG run\s+\S+: success", summary)
     assert re.search(r"raw data\s+\S+ \(mlscale_raw_data\): 7 day\(s\) written, 0 already there", summary)
+    assert re.search(
+        r"data engine\s+athena: Athena query [0-9a-f-]{36}; the data advisor: athena, SQL expresses", summary
+    )
     assert re.search(r"ETL output\s+70000 rows", summary)  # 7 days x 10,000 records, deduplicated by Athena
     assert re.search(r"data quality\s+passed: s3://mlscale-demo/mlscale/quality/.+/report.html", summary)
     assert re.search(r"storage advisor\s+s3 File: ", summary)
@@ -211,9 +226,18 @@ def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_i
 
 
 @pytest.mark.e2e
-def test_training_on_aws_batch_uses_two_nodes_and_deletes_its_cluster(tmp_path):
-    summary = run_demo(tmp_path, '{"training_backend": "batch", "deploy_target": "endpoint", "records_per_day": 3000}')
+def test_spark_prepares_the_data_and_aws_batch_trains_on_two_nodes_and_deletes_its_cluster(tmp_path):
+    """Two paths the default demo does not take, in one run: etl_engine=spark and training_backend=batch."""
+    summary = run_demo(
+        tmp_path,
+        '{"etl_engine": "spark", "training_backend": "batch", "deploy_target": "endpoint", "records_per_day": 3000}',
+    )
     assert re.search(r"DAG run\s+\S+: success", summary)
+    # one Glue Spark job did the ETL and the shards; Athena's etl and the Processing shard job were not needed
+    assert re.search(r"data engine\s+spark: Glue Spark job run jr_[0-9a-f]+; the data advisor: athena, ", summary)
+    assert re.search(r"ETL output\s+21000 rows", summary)  # 7 days x 3,000 records, deduplicated by Spark
+    assert re.search(r"data quality\s+passed: ", summary)
+    assert re.search(r"shards\s+2, written by the Spark job", summary)
     # the run created its CloudFormation cluster, trained on it as one 2-node Batch job, and deleted it
     assert re.search(
         r"training backend batch: AWS Batch multi-node job on stack mlscale-cluster-\S+ \(now DELETE_COMPLETE\)",
@@ -247,7 +271,7 @@ def test_the_pipeline_passes_data_by_xcomargs_and_states_the_order_once():
     source = (REPO / "dags" / "mlscale_pipeline.py").read_text()
     assert "xcom_pull" not in source and "sys.path" not in source and "os.environ" not in source
     dag = DagBag(dag_folder=str(REPO / "dags" / "mlscale_pipeline.py")).dags["mlscale_pipeline"]
-    assert dag.get_task("evaluate").upstream_task_ids == {"trained", "plan_run", "shard"}
+    assert dag.get_task("evaluate").upstream_task_ids == {"trained", "plan_run", "shards"}
     assert dag.get_task("deploy_endpoint").upstream_task_ids == {"choose_targets", "compile", "plan_run"}
     assert not dag.render_template_as_native_obj  # the specs convert rendered strings themselves
 

@@ -157,3 +157,29 @@ def test_bad_input_is_refused_before_any_aws_call(changes, field):
             operator.execute({"ti": FakeTI("spark")})
     assert error.value.field == field
     hook.assert_not_called()
+
+
+def test_a_retried_try_waits_on_the_run_its_task_run_started_and_a_kill_stops_it():
+    from mlscale.operators.stage import Wait
+    from mlscale.operators.spark import TASK_ARGUMENT
+    from mlscale.waits.kinds import GLUE_JOB_RUN
+
+    glue = mock.MagicMock()
+    key = "operator_tests/spark/manual__2026-12-01T00:00:00+00:00/-1"
+    glue.get_job_runs.return_value = {
+        "JobRuns": [
+            {"Id": "jr_old", "JobRunState": "FAILED", "StartedOn": 1, "Arguments": {TASK_ARGUMENT: key}},
+            {"Id": "jr_mine", "JobRunState": "RUNNING", "StartedOn": 2, "Arguments": {TASK_ARGUMENT: key}},
+            {"Id": "jr_other", "JobRunState": "RUNNING", "StartedOn": 3, "Arguments": {TASK_ARGUMENT: "other"}},
+        ]
+    }
+    operator = GlueSparkJobOperator(task_id="spark", spec=spec(), deferrable=False)
+    with mock.patch.object(GlueSparkJobOperator, "hook", new_callable=mock.PropertyMock) as hook:
+        hook.return_value.conn = glue
+        with mock.patch.object(GlueSparkJobOperator, "_link"):
+            wait = operator.advance({"ti": FakeTI("spark")}, None)
+        assert wait == Wait(GLUE_JOB_RUN, "mlscale-etl-shard-test/jr_mine")
+        glue.start_job_run.assert_not_called()
+        operator._waiting = wait
+        operator.on_kill()
+    glue.batch_stop_job_run.assert_called_once_with(JobName="mlscale-etl-shard-test", JobRunIds=["jr_mine"])

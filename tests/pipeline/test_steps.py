@@ -82,3 +82,16 @@ def test_a_run_with_bad_params_fails_at_its_first_task(overrides, message):
     check_run_params(params)
     with pytest.raises(SpecError, match=re.escape(message)):
         check_run_params({**params, **overrides})
+
+
+def test_the_engine_that_ran_names_the_data_and_the_shards():
+    from mlscale_example.pipeline.steps import etl_output, shard_output
+
+    not_needed = {"enabled": False, "skip_reason": "etl_engine=spark"}
+    uris = {"shards_uri": "s3://b/s/", "test_uri": "s3://b/t/", "features_uri": "s3://b/f/", "labels_uri": "s3://b/l/"}
+    spark = {"job_run_id": "jr_1", "etl_uri": "s3://b/etl/", **uris, "state": "SUCCEEDED"}
+    assert etl_output(not_needed, spark) == {"engine": "spark", "data_prefix": "s3://b/etl/", "job": "jr_1"}
+    assert shard_output(not_needed, spark) == uris
+    athena = {"query_execution_id": "q-1", "data_prefix": "s3://b/etl/"}
+    assert etl_output(athena, {"enabled": False})["engine"] == "athena"
+    assert shard_output({**uris, "job_name": "shard-1"}, {"enabled": False}) == uris

@@ -56,6 +56,7 @@ def plan_data(aws_conn_id: str, partition_prefixes: list[str], params: dict, loa
         "spark": engine == "spark",
         "skip_reason": f"etl_engine={engine}",
         "spark_shard_count": shards,
+        "raw_inputs": ",".join(partition_prefixes),  # the Spark job's --input
     }
 
 
