@@ -160,8 +160,8 @@ def test_bad_input_is_refused_before_any_aws_call(changes, field):
 
 
 def test_a_retried_try_waits_on_the_run_its_task_run_started_and_a_kill_stops_it():
-    from mlscale.operators.stage import Wait
     from mlscale.operators.spark import TASK_ARGUMENT
+    from mlscale.operators.stage import Wait
     from mlscale.waits.kinds import GLUE_JOB_RUN
 
     glue = mock.MagicMock()
