@@ -1,9 +1,11 @@
 """Pre-shuffle a dataset into N equal-size shards: a SageMaker Processing script.
 
-Reads every Parquet file under --input-dir (columns label, pixels), resizes
-the images once (average pooling to --resolution), shuffles globally with
---seed, and writes --shards files whose record counts differ by at most one,
-in a sequential-read record format, plus manifest.json (counts, bytes, sha256).
+Reads every Parquet file under --input-dir (columns record_id, label, pixels), resizes
+the images once (average pooling to --resolution), shuffles globally by
+sha256("<seed>:<record_id>") (the order spark/etl_shard.py gives the same records, so
+both engines hold out the same test records and write the same shards), and writes
+--shards files, each every shards-th record of that order (counts differ by at most
+one), in a sequential-read record format, plus manifest.json (counts, bytes, sha256).
 
 Shard format (.rec): b"MLSR1\n", one JSON header line {"records", "dtype"},
 then the records back to back as a numpy structured array (label int64,
@@ -35,14 +37,21 @@ def read_records(input_dir: str):
     files = sorted(glob.glob(os.path.join(input_dir, "**", "*.parquet"), recursive=True))
     if not files:
         raise SystemExit(f"no Parquet files under {input_dir}")
-    labels, pixels = [], []
+    ids, labels, pixels = [], [], []
     for path in files:
-        table = pq.read_table(path, columns=["label", "pixels"])
+        table = pq.read_table(path, columns=["record_id", "label", "pixels"])
+        ids += table.column("record_id").to_pylist()
         labels.append(table.column("label").to_numpy())
         raw = table.column("pixels").combine_chunks()
         width = len(raw[0].as_py()) if len(raw) else 0
         pixels.append(np.frombuffer(raw.buffers()[2], dtype=np.uint8, count=len(raw) * width).reshape(len(raw), width))
-    return np.concatenate(labels), np.concatenate(pixels), files
+    return ids, np.concatenate(labels), np.concatenate(pixels), files
+
+
+def shuffled_order(ids: list, seed: int) -> np.ndarray:
+    """The records' order by sha256("<seed>:<record_id>"): random, and the same whichever engine computes it."""
+    keys = np.array([hashlib.sha256(f"{seed}:{i}".encode()).hexdigest() for i in ids], dtype="S64")
+    return np.argsort(keys, kind="stable")
 
 
 def resize(pixels: np.ndarray, resolution: int) -> np.ndarray:
@@ -81,14 +90,15 @@ def write_eval_csv(eval_dir: str, host: str, records: np.ndarray) -> None:
 
 
 def write_shards(output_dir: str, host: str, records: np.ndarray, count: int) -> list:
-    """Split into `count` parts (sizes differ by at most one) and write them, several at a time.
+    """Split into `count` parts, each every count-th record (sizes differ by at most one), and write them,
+    several at a time.
 
     hashlib and file writes release the GIL, so threads overlap checksumming
     one shard with writing another.
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    parts = np.array_split(records, count)
+    parts = [records[part::count] for part in range(count)]
     names = [os.path.join(output_dir, f"shard-{host}-{i:05d}-of-{count:05d}.rec") for i in range(count)]
     with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1)) as pool:
         return list(pool.map(write_shard, names, parts))
@@ -115,14 +125,14 @@ def main():
         raise SystemExit(f"--test-fraction must be in [0, 1), got {args.test_fraction}")
 
     started = time.time()
-    labels, pixels, files = read_records(args.input_dir)
+    ids, labels, pixels, files = read_records(args.input_dir)
     if len(labels) < args.shards:
         raise SystemExit(f"{len(labels)} records cannot fill {args.shards} shards")
     dtype = record_dtype(args.resolution)
     records = np.empty(len(labels), dtype=dtype)
     records["label"] = labels
     records["pixels"] = resize(pixels, args.resolution)
-    records = records[np.random.default_rng(args.seed).permutation(len(records))]
+    records = records[shuffled_order(ids, args.seed)]
     held_out = int(len(records) * args.test_fraction)
     test, records = records[:held_out], records[held_out:]
 

@@ -2,12 +2,13 @@
 
 Reads the raw Parquet partitions (--input, comma-separated prefixes; columns record_id, label, pixels),
 keeps valid records once each (the first day a record_id appears, as sql/etl_digits.sql does), writes them
-as Parquet to --etl-output (what the quality stage checks), then shuffles them globally by a seeded hash of
-record_id and writes --shards shards whose record counts differ by at most one, a held-out test shard and
-its CSV for Batch Transform, and manifest-spark.json with counts and sha256 checksums: the same files and
-format as processing/shard.py, whose record format this imports (--extra-py-files). Sorting, the window
-and the shuffle run in Spark's JVM and spill to disk, so the data may be larger than Spark's memory; the
-Python side streams one sorted partition at a time through Arrow.
+as Parquet to --etl-output (what the quality stage checks), then orders them by sha256("<seed>:<record_id>")
+(processing/shard.py's order: both engines hold out the same records and write the same shards) and writes
+--shards shards, each every shards-th record (counts differ by at most one), a held-out test shard and its
+CSV for Batch Transform, and manifest-spark.json with counts and sha256 checksums: the files and format of
+processing/shard.py, whose record format this imports (--extra-py-files). Sorting, the window and the
+shuffle run in Spark's JVM and spill to disk, so the data may be larger than Spark's memory; the Python side
+streams one sorted partition at a time through Arrow.
 """
 
 import argparse
@@ -180,10 +181,11 @@ def main():
     held_out = int(total * args.test_fraction)
     sizes = part_sizes(total - held_out, args.shards)
 
-    # a global order by a seeded hash: the range-partitioned sort spills; the index is each partition's
+    # a global order by that key: the range-partitioned sort spills; the index is each partition's
     # offset (counted once) plus the row's place in its partition
-    keyed = data.select("label", "pixels", F.xxhash64("record_id", F.lit(args.seed)).alias("key"), "record_id")
-    ordered = keyed.orderBy("key", "record_id").select(
+    key = F.sha2(F.concat(F.lit(f"{args.seed}:"), F.col("record_id")), 256)  # processing/shard.py's order
+    keyed = data.select("label", "pixels", key.alias("key"))
+    ordered = keyed.orderBy("key").select(
         "label", "pixels", F.spark_partition_id().alias("pid"), F.monotonically_increasing_id().alias("mid")
     )
     from pyspark import StorageLevel

@@ -183,3 +183,31 @@ def test_a_retried_try_waits_on_the_run_its_task_run_started_and_a_kill_stops_it
         operator._waiting = wait
         operator.on_kill()
     glue.batch_stop_job_run.assert_called_once_with(JobName="mlscale-etl-shard-test", JobRunIds=["jr_mine"])
+
+
+def test_both_engines_write_the_same_shards_from_the_same_records(first_run, clients, tmp_path):
+    """processing/shard.py on the Spark job's ETL output holds out the same records and writes byte-identical
+    shards: the two engines differ in how they run, not in the data training sees."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "etl"
+    data.mkdir()
+    for item in clients["s3"].list_objects_v2(Bucket="mlscale-test", Prefix="spark-run/etl/")["Contents"]:
+        if item["Key"].endswith(".parquet"):
+            (data / item["Key"].rsplit("/", 1)[-1]).write_bytes(read(clients, f"s3://mlscale-test/{item['Key']}"))
+    (tmp_path / "config").mkdir()
+    (tmp_path / "config" / "resourceconfig.json").write_text(json.dumps({"current_host": "algo-1"}))
+    arguments = ["--shards", "3", "--seed", "7", "--test-fraction", "0.1"]
+    folders = ["--input-dir", str(data), "--output-dir", str(tmp_path / "shards"), "--test-dir", str(tmp_path / "test")]
+    done = subprocess.run(
+        [sys.executable, str(INCLUDE / "processing" / "shard.py"), *folders, *arguments, "--eval-dir", str(tmp_path)],
+        env={"SAGEMAKER_PROCESSING_ROOT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    processing = json.loads((tmp_path / "shards" / "manifest-algo-1.json").read_text())
+    spark = json.loads(read(clients, f"{OUT}/shards/train/manifest-spark.json"))
+    assert [s["sha256"] for s in processing["shards"]] == [s["sha256"] for s in spark["shards"]]
+    assert processing["test"]["sha256"] == spark["test"]["sha256"]
