@@ -237,3 +237,19 @@ def _context():
     ti = mock.MagicMock(dag_id="d", task_id="t", run_id="r", map_index=-1, try_number=1)
     ti.xcom_pull.return_value = None
     return {"ti": ti}
+
+
+def test_update_job_replaces_the_definition(glue_runs):
+    """UpdateJob overwrites the whole definition (what it leaves out is unset), as Glue documents it."""
+    glue, _ = glue_runs
+    command = {"Name": "glueetl", "ScriptLocation": "s3://mlscale-test/spark/scripts/v2.py", "PythonVersion": "3"}
+    glue.create_job(Name="spark-update", Role=ROLE, Command=command, DefaultArguments={"--day": "1"})
+    glue.update_job(
+        JobName="spark-update",
+        JobUpdate={"Role": ROLE, "Command": command, "WorkerType": "G.2X", "NumberOfWorkers": 3, "Timeout": 30},
+    )
+    job = glue.get_job(JobName="spark-update")["Job"]
+    assert (job["WorkerType"], job["NumberOfWorkers"], job["Timeout"]) == ("G.2X", 3, 30)
+    assert not job.get("DefaultArguments")
+    with pytest.raises(glue.exceptions.EntityNotFoundException):
+        glue.update_job(JobName="no-such-job", JobUpdate={"Role": ROLE, "Command": command})

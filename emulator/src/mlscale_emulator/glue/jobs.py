@@ -172,6 +172,42 @@ def _response_batch_stop_job_run(self) -> str:
     return json.dumps(batch_stop_job_run(backend, self.parameters.get("JobName"), self.parameters.get("JobRunIds")))
 
 
+# UpdateJob's JobUpdate members -> FakeJob's attributes; the update replaces the whole definition
+# (https://docs.aws.amazon.com/glue/latest/webapi/API_UpdateJob.html): what it leaves out goes back to unset
+JOB_FIELDS = {
+    "Description": "description",
+    "LogUri": "log_uri",
+    "Role": "role",
+    "ExecutionProperty": "execution_property",
+    "Command": "command",
+    "DefaultArguments": "default_arguments",
+    "NonOverridableArguments": "non_overridable_arguments",
+    "Connections": "connections",
+    "MaxRetries": "max_retries",
+    "AllocatedCapacity": "allocated_capacity",
+    "Timeout": "timeout",
+    "MaxCapacity": "max_capacity",
+    "WorkerType": "worker_type",
+    "NumberOfWorkers": "number_of_workers",
+    "SecurityConfiguration": "security_configuration",
+    "NotificationProperty": "notification_property",
+    "GlueVersion": "glue_version",
+}
+
+
+def _response_update_job(self) -> str:
+    backend = glue_models.glue_backends[self.current_account][self.region]
+    name, update = self.parameters.get("JobName"), self.parameters.get("JobUpdate") or {}
+    job = backend.get_job(name)  # EntityNotFoundException for a job that does not exist
+    for member, attribute in JOB_FIELDS.items():
+        value = update.get(member)
+        if member in ("ExecutionProperty", "DefaultArguments"):
+            value = value or {}
+        setattr(job, attribute, value)
+    job.last_modified_on = utcnow()
+    return json.dumps({"JobName": name})
+
+
 def stop_all() -> None:
     """The emulator stops: every running job's process ends (its run is FAILED at the next start)."""
     for stop in list(_stops.values()):
@@ -195,3 +231,4 @@ def install() -> None:
     glue_models.FakeJob.start_job_run = _start_job_run
     glue_models.FakeJobRun.as_dict = _as_dict
     glue_responses.GlueResponse.batch_stop_job_run = _response_batch_stop_job_run
+    glue_responses.GlueResponse.update_job = _response_update_job
