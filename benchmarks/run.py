@@ -18,6 +18,9 @@
 - Emulator overhead (benchmarks/emulator_bench.py): a training job through the
   emulator against the same script run directly, 1 and 2 instances; a processing
   job and a Batch Transform the same way.
+- The data step's engines (benchmarks/spark_bench.py): one Glue Spark job (ETL and shards) against Athena
+  then a Processing job on the same raw data, MB/s and peak memory; and the Spark job on raw data four
+  times its heap, which must finish with equal shards.
 - The demo (benchmarks/demo_bench.py): its orchestration overhead (the run's wall
   time less its jobs' own time, per task), the emulator server's peak RSS against
   plain moto given the same objects, the stage cache (the demo re-run unchanged
@@ -158,12 +161,14 @@ def main() -> int:
     import data_bench
     import demo_bench
     import emulator_bench
+    import spark_bench
     import trigger_bench
 
     for group in (
         data_bench.figures(quick),
         trigger_bench.figures(quick),
         emulator_bench.figures(quick),
+        spark_bench.figures(quick),
         demo_bench.figures(quick),
     ):
         for figure in group:

@@ -1,4 +1,5 @@
-"""The data stages, as the documentation shows them: ETL on Athena, data quality, shards, FSx for Lustre.
+"""The data stages, as the documentation shows them: ETL on Athena, data quality, shards, FSx for Lustre, and
+ETL with shards in one Glue Spark job.
 
 tests/docs/test_examples.py imports this DAG and validates every stage's spec.
 """
@@ -15,9 +16,18 @@ from mlscale.operators import (
     AthenaEtlOperator,
     DataQualityOperator,
     FSxLustreStageOperator,
+    GlueSparkJobOperator,
     SageMakerProcessingScriptOperator,
 )
-from mlscale.specs import AthenaEtlSpec, FSxLustreSpec, ProcessingInput, ProcessingOutput, ProcessingSpec, QualitySpec
+from mlscale.specs import (
+    AthenaEtlSpec,
+    FSxLustreSpec,
+    GlueSparkSpec,
+    ProcessingInput,
+    ProcessingOutput,
+    ProcessingSpec,
+    QualitySpec,
+)
 
 # [END imports]
 
@@ -89,4 +99,33 @@ with DAG(dag_id="docs_data_stages", start_date=pendulum.datetime(2026, 1, 1, tz=
     )
     # [END fsx]
 
+    # [START spark]
+    spark_etl = GlueSparkJobOperator(
+        task_id="spark_etl",
+        spec=GlueSparkSpec(
+            job_name="mlscale-etl-shard",  # created, or updated when the script or settings change
+            script=str(INCLUDE / "spark" / "etl_shard.py"),  # a plain PySpark script, uploaded by content hash
+            extra_py_files=[str(INCLUDE / "processing" / "shard.py")],  # what it imports (Glue's --extra-py-files)
+            role_arn="arn:aws:iam::111122223333:role/mlscale-glue",
+            code_location="s3://my-bucket/code/spark",
+            arguments={
+                "--input": "s3://my-bucket/raw/digits/dt=2026-10-04/,s3://my-bucket/raw/digits/dt=2026-10-05/",
+                "--etl-output": "s3://my-bucket/etl/run-2/",
+                "--shards-output": "s3://my-bucket/shards/run-2/train/",
+                "--test-output": "s3://my-bucket/shards/run-2/test/",
+                "--eval-output": "s3://my-bucket/eval/run-2/",
+                "--shards": "64",
+                "--seed": "20261123",
+                "--test-fraction": "0.1",
+            },
+            inputs={"raw": "s3://my-bucket/raw/digits/"},  # fingerprinted: the cache reruns when they change
+            outputs={"shards": "s3://my-bucket/shards/run-2/train/", "etl": "s3://my-bucket/etl/run-2/"},
+            worker_type="G.2X",
+            number_of_workers=10,  # one driver, nine executors
+            spark_conf={"spark.sql.shuffle.partitions": "400"},
+        ),
+    )
+    # [END spark]
+
     etl >> quality >> shard >> stage
+    spark_etl >> stage

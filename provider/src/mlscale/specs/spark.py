@@ -123,6 +123,6 @@ class GlueSparkSpec:
             )
 
     def conf_argument(self) -> str | None:
-        """Glue's --conf: `k=v`, each further pair after ` --conf `."""
+        """Glue's --conf value: ``k=v`` pairs joined by the separator ``" --conf "``, as Glue documents it."""
         pairs = [f"{k}={v}" for k, v in sorted(self.spark_conf.items())]
         return " --conf ".join(pairs) or None
