@@ -6,8 +6,9 @@
   from the first request to the last job's end as the service records it; peak memory is the most the jobs
   held at once (their processes, and the emulator's own growth while DuckDB runs Athena's query), sampled
   every 0.2 s, the same way for both.
-- Spark past its memory: the Spark job with its heap set to MEMORY_MB (spark.executor.memory) on raw data
-  at least four times that; it must finish with equal shards. Its throughput and peak memory are printed.
+- Spark past its memory: the Spark job on raw data at least four times its heap; it must finish with equal
+  shards. Its throughput and peak memory are printed. Both Spark runs set the heap to MEMORY_MB
+  (spark.executor.memory), where Glue would size it from the worker type.
 
 The two sides run one after the other on one emulator (each is one long job: interleaving cannot help).
 """
@@ -15,6 +16,7 @@ The two sides run one after the other on one emulator (each is one long job: int
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from datetime import date, timedelta
@@ -110,7 +112,10 @@ def athena_and_processing(clients, table: str) -> float:
         return {"InputName": kind, "S3Input": {"S3Uri": uri, "S3DataType": "S3Prefix", "LocalPath": path}}
 
     outputs = [
-        {"OutputName": k, "S3Output": {"S3Uri": f"s3://{BUCKET}/{table}/athena/{k}/", "LocalPath": p}}
+        {
+            "OutputName": k,
+            "S3Output": {"S3Uri": f"s3://{BUCKET}/{table}/athena/{k}/", "LocalPath": p, "S3UploadMode": "EndOfJob"},
+        }
         for k, p in (("shards", "/opt/ml/processing/output/shards"), ("test", "/opt/ml/processing/output/test"))
     ]
     sagemaker.create_processing_job(
@@ -171,6 +176,11 @@ def spark(clients, table: str, prefixes: list[str], conf: dict[str, str]) -> tup
     return run["CompletedOn"].timestamp() - started, manifest
 
 
+def sizes(quick: bool) -> tuple[int, int]:
+    """Raw bytes for the two engines side by side, and for Spark past its heap (four times it, and a little)."""
+    return (48 if quick else 256) * 1_000_000, 4 * MEMORY_MB * 1024 * 1024 + 50_000_000
+
+
 def figures(quick: bool) -> list:
     import tempfile
 
@@ -180,27 +190,33 @@ def figures(quick: bool) -> list:
     from mlscale_emulator.server import EmulatorServer
     from mlscale_emulator.settings import EmulatorSettings
 
-    both_bytes = (48 if quick else 256) * 1_000_000
-    big_bytes = 4 * MEMORY_MB * 1024 * 1024 + 50_000_000  # past four times the heap
+    both_bytes, big_bytes = sizes(quick)
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # the emulator's request log
     with tempfile.TemporaryDirectory(prefix="mlscale-spark-bench-") as home:
         server = EmulatorServer(EmulatorSettings(host="127.0.0.1", port=0, home=Path(home))).start()
         try:
 
             def client(service: str):
-                return boto3.client(service, endpoint_url=server.endpoint_url, region_name="us-east-1")
+                return boto3.client(
+                    service,
+                    endpoint_url=server.endpoint_url,
+                    region_name="us-east-1",
+                    aws_access_key_id="testing",
+                    aws_secret_access_key="testing",
+                )
 
             clients = {name: client(name) for name in ("s3", "glue", "athena", "sagemaker")}
             clients["s3"].create_bucket(Bucket=BUCKET)
             for script in ("processing/shard.py", "spark/etl_shard.py"):
                 clients["s3"].upload_file(str(REPO / "include" / script), BUCKET, f"code/{Path(script).name}")
-            # the heap both sides' Spark gets: the worker type's unless set, as Glue sizes it
             both_prefixes, raw = stage_raw(clients["s3"], clients["glue"], "both", both_bytes, 100_000)
 
             memory = PeakMemory()
             athena_s = athena_and_processing(clients, "both")
             athena_peak = memory.stop()
             memory = PeakMemory()
-            spark_s, _ = spark(clients, "both", both_prefixes, {"spark.sql.shuffle.partitions": "16"})
+            conf = {"spark.executor.memory": f"{MEMORY_MB}m", "spark.sql.shuffle.partitions": "16"}
+            spark_s, _ = spark(clients, "both", both_prefixes, conf)
             spark_peak = memory.stop()
 
             big_prefixes, big_raw = stage_raw(clients["s3"], clients["glue"], "big", big_bytes, 250_000)
@@ -214,14 +230,15 @@ def figures(quick: bool) -> list:
     equal = max(counts) - min(counts) <= 1
     mb = 1_000_000
     return [
+        # the data advisor's rule: on data one sharding instance holds, Athena and one Processing job are faster
         Figure(
             "spark_etl_shard_throughput",
             raw / mb / spark_s,
             raw / mb / athena_s,
-            ">= 0.5",
+            "<= 1",
             "MB/s",
             f"{raw / mb:.0f} MB of raw Parquet: one Glue Spark job {spark_s:.1f} s against Athena then Processing "
-            f"{athena_s:.1f} s",
+            f"{athena_s:.1f} s (Spark starts a JVM and passes over the data three times)",
         ),
         Figure(
             "spark_etl_shard_peak_memory",
@@ -230,6 +247,16 @@ def figures(quick: bool) -> list:
             "<= 3",
             "MB",
             f"the same {raw / mb:.0f} MB: the Spark JVM and its Python workers against DuckDB and shard.py",
+        ),
+        # past its memory, Spark keeps most of the rate the Athena path has on data that fits
+        Figure(
+            "spark_beyond_memory_throughput",
+            big_raw / mb / big_s,
+            raw / mb / athena_s,
+            ">= 0.5",
+            "MB/s",
+            f"{big_raw / mb:.0f} MB with a {MEMORY_MB} MiB heap in {big_s:.1f} s, peak {big_peak / mb:.0f} MB, "
+            f"against Athena then Processing on {raw / mb:.0f} MB",
         ),
         Figure(
             "spark_raw_data_per_heap",

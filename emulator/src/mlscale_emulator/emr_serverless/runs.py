@@ -149,12 +149,7 @@ def _execute(region: str, run) -> None:
         s3 = settings.aws_client("s3", region)
         script = work / os.path.basename(s3io.split_s3_uri(entry)[1])
         s3io.download(s3, *s3io.split_s3_uri(entry), script)
-        py_files = []
-        for uri in py_uris:
-            bucket, key = s3io.split_s3_uri(uri)
-            py_files.append(s3io.inside(work / "py-files", os.path.basename(key)))
-            py_files[-1].parent.mkdir(parents=True, exist_ok=True)
-            s3io.download(s3, bucket, key, py_files[-1])
+        py_files = runtime.download_py_files(s3, py_uris, work / "py-files")
         cores, heap = local_resources(conf)
         properties = runtime.properties(
             cores=cores,
@@ -201,8 +196,10 @@ def _execute(region: str, run) -> None:
         if s3_logs:
             for name in files:
                 s3io.upload_file(s3, _gzip(work / name), f"{s3_logs}/{name}.gz")
-        if outcome.ending == "stopped" or run.state == "CANCELLING":
+        if run.state == "CANCELLING":
             return _move(run, "CANCELLED", "Job run was cancelled")
+        if outcome.ending == "stopped":  # the emulator is stopping (stop_all), not CancelJobRun
+            return _move(run, "FAILED", INTERRUPTED)
         if outcome.ending == "timed out":
             minutes = run.execution_timeout_minutes
             return _move(run, "FAILED", f"Job run timed out after {minutes} minutes (executionTimeoutMinutes)")

@@ -82,12 +82,7 @@ def _command(job, run, work, script, region) -> tuple[list[str], dict[str, str]]
         args = [a for k, v in sorted(arguments.items()) for a in (k, str(v))]
         return [sys.executable, str(script), *glue_args, *args], job_env.for_job(region)
     s3 = settings.aws_client("s3", region)
-    py_files = []
-    for uri in filter(None, (arguments.get("--extra-py-files") or "").split(",")):
-        bucket, key = s3io.split_s3_uri(uri.strip())
-        py_files.append(s3io.inside(work / "py-files", os.path.basename(key)))
-        py_files[-1].parent.mkdir(parents=True, exist_ok=True)
-        s3io.download(s3, bucket, key, py_files[-1])
+    py_files = runtime.download_py_files(s3, (arguments.get("--extra-py-files") or "").split(","), work / "py-files")
     slots = workers.local_slots(run.worker_type, run.number_of_workers)
     conf = runtime.parse_conf(arguments["--conf"]) if arguments.get("--conf") else {}
     properties = runtime.properties(
@@ -132,8 +127,10 @@ def _execute(job, run) -> None:
         )
         out.close()
         err.close()
-        if outcome.ending == "stopped" or run.status == "STOPPING":
+        if run.status == "STOPPING":
             return _finish(run, "STOPPED")
+        if outcome.ending == "stopped":  # the emulator is stopping (stop_all), not BatchStopJobRun
+            return _finish(run, "FAILED", INTERRUPTED)
         if outcome.ending == "timed out":
             return _finish(run, "TIMEOUT", f"Job run timed out after {run.timeout} minutes")
         if outcome.returncode != 0:

@@ -149,6 +149,19 @@ def environment(region: str, work: Path) -> dict[str, str]:
     return env
 
 
+def download_py_files(s3, uris: list[str], folder: Path) -> list[Path]:
+    """Glue's --extra-py-files and spark-submit's --py-files: each S3 object into `folder`, by its own name."""
+    from mlscale_emulator.executors import s3io
+
+    paths = []
+    for uri in (u.strip() for u in uris if u.strip()):
+        bucket, key = s3io.split_s3_uri(uri)
+        paths.append(s3io.inside(folder, os.path.basename(key)))
+        paths[-1].parent.mkdir(parents=True, exist_ok=True)
+        s3io.download(s3, bucket, key, paths[-1])
+    return paths
+
+
 def parse_conf(value: str) -> dict[str, str]:
     """Glue's `--conf` argument: `k=v`, further pairs each after ` --conf ` (as Glue documents it)."""
     pairs: dict[str, str] = {}
