@@ -1,6 +1,6 @@
 """Glue Spark (glueetl) and EMR Serverless job runs run their PySpark script on Apache Spark against the
 emulator's S3, with each service's states, logs, stop/cancel and failure reasons; the Amazon provider's own
-operators (deferrable) drive them unchanged."""
+operators (deferrable) and sensors drive them unchanged."""
 
 from __future__ import annotations
 
@@ -19,16 +19,16 @@ import sys
 from pyspark.sql import SparkSession
 
 args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+if args.get("--fail") == "yes":  # the driver fails before it starts Spark: the cheapest failing run
+    raise ValueError("no rows for " + args["--day"])
+if args.get("--sleep"):  # a run to stop: spark-submit's JVM and the driver, no Spark work
+    print("started", flush=True)
+    import time; time.sleep(float(args["--sleep"]))
 spark = SparkSession.builder.getOrCreate()
 print("partitions", spark.conf.get("spark.sql.shuffle.partitions"))
 print("cores", spark.sparkContext.defaultParallelism)
 days = spark.read.text(args["--input"].replace("s3://", "s3a://"))
 print("lines", days.count())
-if args.get("--fail") == "yes":
-    raise ValueError("no rows for " + args["--day"])
-if args.get("--sleep"):
-    print("started", flush=True)
-    import time; time.sleep(float(args["--sleep"]))
 counts = days.groupBy("value").count()
 counts.write.mode("overwrite").parquet(args["--output"])
 back = spark.read.parquet(args["--output"])
@@ -140,6 +140,8 @@ def test_the_providers_glue_and_emr_serverless_operators_deferred(emulator, clie
         EmrServerlessStartJobOperator,
     )
     from airflow.providers.amazon.aws.operators.glue import GlueJobOperator
+    from airflow.providers.amazon.aws.sensors.emr import EmrServerlessJobSensor
+    from airflow.providers.amazon.aws.sensors.glue import GlueJobSensor
     from airflow.sdk.exceptions import TaskDeferred
 
     from tests.emulator.test_provider_compat import run_provider_trigger
@@ -190,13 +192,17 @@ def test_the_providers_glue_and_emr_serverless_operators_deferred(emulator, clie
 
     glue_event = run_provider_trigger(glue_deferred.value.trigger)
     assert glue_event["status"] == "success", glue_event
-    assert glue_op.execute_complete({}, glue_event).startswith("jr_")
+    glue_run = glue_op.execute_complete({}, glue_event)
+    assert glue_run.startswith("jr_")
     emr_event = run_provider_trigger(emr_deferred.value.trigger)
     assert emr_event["status"] == "success", emr_event
     run_id = emr_op.execute_complete({}, emr_event)
     emr = client(emulator, "emr-serverless")
     run = emr.get_job_run(applicationId=app, jobRunId=run_id)["jobRun"]
     assert run["state"] == "SUCCESS" and run["totalExecutionDurationSeconds"] >= 0
+    # and the provider's sensors see both runs succeeded
+    assert GlueJobSensor(task_id="glue_done", job_name="provider-spark", run_id=glue_run).poke({})
+    assert EmrServerlessJobSensor(task_id="emr_done", application_id=app, job_run_id=run_id).poke({})
     for prefix in ("spark/out/g/", "spark/out/e/"):
         assert clients["s3"].list_objects_v2(Bucket="mlscale-test", Prefix=prefix + "_SUCCESS")["KeyCount"] == 1
     log_key = f"spark/emr-logs/applications/{app}/jobs/{run_id}/SPARK_DRIVER/stdout.gz"

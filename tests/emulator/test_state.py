@@ -143,6 +143,19 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
         },
     )["jobId"]
     wait_until(lambda: batch.describe_jobs(jobs=[cut])["jobs"][0]["status"] == "RUNNING")
+    # a Glue Spark run and an EMR Serverless run, each a spark-submit whose driver sleeps
+    s3.put_object(Bucket="mlscale-test", Key="spark/sleep.py", Body=SLEEPER.encode())
+    glue = client("glue")
+    command = {"Name": "glueetl", "ScriptLocation": "s3://mlscale-test/spark/sleep.py"}
+    glue.create_job(Name="cut-short", Role="arn:aws:iam::123456789012:role/x", Command=command)
+    glue_run = glue.start_job_run(JobName="cut-short")["JobRunId"]
+    emr = client("emr-serverless")
+    app = emr.create_application(name="kept", releaseLabel="emr-7.9.0", type="SPARK")["applicationId"]
+    driver = {"sparkSubmit": {"entryPoint": "s3://mlscale-test/spark/sleep.py"}}
+    emr_run = emr.start_job_run(
+        applicationId=app, executionRoleArn="arn:aws:iam::123456789012:role/x", jobDriver=driver
+    )
+    wait_until(lambda: emr.get_job_run(applicationId=app, jobRunId=emr_run["jobRunId"])["jobRun"]["state"] == "RUNNING")
 
     started = time.monotonic()
     assert "stopped" in mlscale("emulator", "down", env=env).stdout
@@ -160,6 +173,10 @@ def test_state_survives_down_and_up_and_reset_wipes_it(own_emulator):
     finished_job, cut_job, main_node = batch.describe_jobs(jobs=[finished, cut, f"{finished}#0"])["jobs"]
     assert finished_job["status"] == "SUCCEEDED" and main_node["container"]["exitCode"] == 0
     assert cut_job["status"] == "FAILED" and "emulator stopped while this ran" in cut_job["statusReason"]
+    glue_after = glue.get_job_run(JobName="cut-short", RunId=glue_run)["JobRun"]
+    assert glue_after["JobRunState"] == "FAILED" and "emulator stopped while this ran" in glue_after["ErrorMessage"]
+    emr_after = emr.get_job_run(applicationId=app, jobRunId=emr_run["jobRunId"])["jobRun"]
+    assert emr_after["state"] == "FAILED" and "emulator stopped while this ran" in emr_after["stateDetails"]
     assert ssm.get_parameter(Name="/mlscale/kept")["Parameter"]["Value"] == "v1"
     ssm.add_tags_to_resource(ResourceType="Parameter", ResourceId="/mlscale/kept", Tags=[{"Key": "k", "Value": "v"}])
     assert {
