@@ -24,11 +24,12 @@ demo: install  ## the example DAG end to end on the local emulator, with a summa
 airflow: install  ## the emulator and Airflow standalone with mlscale loaded; prints the URL and login
 	$(BIN)/mlscale airflow
 
-# Debian's chromium (the browser test) and redis-server (the stack tests' Celery broker): installed with apt
-# when missing and running as root; without them the browser test is skipped and the stack runs LocalExecutor.
-SYSTEM_PACKAGES := chromium redis-server
+# Debian's chromium (the browser test), redis-server (the stack tests' Celery broker) and a JDK (javac: the
+# emulator's Spark jobs), as command:package, installed with apt when missing and running as root; without them
+# the browser test is skipped and the stack runs LocalExecutor (Spark jobs need the JDK).
+SYSTEM_PACKAGES := chromium:chromium redis-server:redis-server javac:openjdk-17-jdk-headless
 system-packages:
-	@missing="$$(for p in $(SYSTEM_PACKAGES); do command -v $$p >/dev/null || echo $$p; done)"; \
+	@missing="$$(for p in $(SYSTEM_PACKAGES); do command -v $${p%%:*} >/dev/null || echo $${p#*:}; done)"; \
 	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && apt-get update -qq >/dev/null && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; } || \
 	  echo "not installed (needs root and apt): $$missing"

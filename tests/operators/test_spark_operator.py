@@ -180,6 +180,9 @@ def test_a_retried_try_waits_on_the_run_its_task_run_started_and_a_kill_stops_it
             wait = operator.advance({"ti": FakeTI("spark")}, None)
         assert wait == Wait(GLUE_JOB_RUN, "mlscale-etl-shard-test/jr_mine")
         glue.start_job_run.assert_not_called()
+        # submit-then-sense: what the provider's GlueJobSensor(job_name=, run_id=) takes
+        submitted = operator.submitted({}, wait)
+        assert (submitted["job_name"], submitted["job_run_id"]) == ("mlscale-etl-shard-test", "jr_mine")
         operator._waiting = wait
         operator.on_kill()
     glue.batch_stop_job_run.assert_called_once_with(JobName="mlscale-etl-shard-test", JobRunIds=["jr_mine"])

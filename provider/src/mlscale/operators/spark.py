@@ -32,7 +32,8 @@ class GlueSparkJobOperator(StageOperator):
     definition is created, or updated when the script or settings changed; each run passes the spec's worker
     type, count, timeout and arguments. A retried try finds the run its task run started (argument
     `--mlscale-task`) and waits on it, or takes its result if it succeeded.
-    XCom: job_name, job_run_id, state, execution_seconds, `<output>_uri` for each of `outputs`.
+    XCom: job_name, job_run_id, state, execution_seconds, `<output>_uri` for each of `outputs`. With
+    `wait_for_completion=False` it returns job_name and job_run_id at once, for the provider's GlueJobSensor.
     """
 
     aws_hook_class = GlueJobHook
@@ -188,6 +189,11 @@ class GlueSparkJobOperator(StageOperator):
             return Wait(GLUE_JOB_RUN, f"{self.spec.job_name}/{run_id}")
         run = GLUE_JOB_RUN.describe(self.hook.conn, settled["resource_id"])
         return self._result(run)
+
+    def submitted(self, context: Context, wait: Wait) -> dict[str, Any]:
+        """`wait_for_completion=False`: what the provider's GlueJobSensor(job_name=, run_id=) waits on."""
+        job_name, _, run_id = wait.resource_id.rpartition("/")
+        return {**super().submitted(context, wait), "job_name": job_name, "job_run_id": run_id}
 
     def _result(self, run: dict[str, Any]) -> dict[str, Any]:
         return {
