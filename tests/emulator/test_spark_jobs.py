@@ -259,3 +259,12 @@ def test_update_job_replaces_the_definition(glue_runs):
     assert not job.get("DefaultArguments")
     with pytest.raises(glue.exceptions.EntityNotFoundException):
         glue.update_job(JobName="no-such-job", JobUpdate={"Role": ROLE, "Command": command})
+
+
+def test_a_script_location_that_leaves_the_runs_folder_fails_the_run(glue_runs):
+    """A hostile ScriptLocation ("..") is never a path outside the run's own folder."""
+    glue, _ = glue_runs
+    command = {"Name": "glueetl", "ScriptLocation": "s3://mlscale-test/spark/.."}
+    glue.create_job(Name="spark-escape", Role=ROLE, Command=command)
+    run = wait_glue(glue, "spark-escape", glue.start_job_run(JobName="spark-escape")["JobRunId"])
+    assert run["JobRunState"] == "FAILED" and "leaves its channel directory" in run["ErrorMessage"]

@@ -147,7 +147,7 @@ def _execute(region: str, run) -> None:
         work = settings.current().jobs_dir / "emr-serverless" / run.id
         work.mkdir(parents=True, exist_ok=True)
         s3 = settings.aws_client("s3", region)
-        script = work / os.path.basename(s3io.split_s3_uri(entry)[1])
+        script = s3io.inside(work, os.path.basename(s3io.split_s3_uri(entry)[1]))  # a key of ".." stays out
         s3io.download(s3, *s3io.split_s3_uri(entry), script)
         py_files = runtime.download_py_files(s3, py_uris, work / "py-files")
         cores, heap = local_resources(conf)

@@ -109,7 +109,7 @@ def _execute(job, run) -> None:
             return _finish(run, "FAILED", f"the emulator runs pythonshell and glueetl jobs, not {command.get('Name')}")
         work = settings.current().jobs_dir / "glue" / run.job_run_id
         work.mkdir(parents=True, exist_ok=True)
-        script = work / os.path.basename(command["ScriptLocation"])
+        script = s3io.inside(work, os.path.basename(command["ScriptLocation"]))  # a key of ".." stays out
         bucket, key = s3io.split_s3_uri(command["ScriptLocation"])
         s3io.download(settings.aws_client("s3", region), bucket, key, script)
         process_command, env = _command(job, run, work, script, region)
