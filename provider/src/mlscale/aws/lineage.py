@@ -10,7 +10,6 @@ not list (SageMaker model packages and endpoints, Greengrass deployments) as Glu
 
 from __future__ import annotations
 
-import io
 import re
 from typing import Any
 
@@ -48,40 +47,11 @@ def tables_read(sql: str, default_database: str) -> list[tuple[str, str]]:
     return [(table.schema or default_database, table.name) for table in parsed.in_tables]
 
 
-class _RangeReader(io.RawIOBase):
-    """A seekable file over one S3 object that reads only the byte ranges asked for (a Parquet footer)."""
-
-    def __init__(self, client: Any, bucket: str, key: str, size: int):
-        self.client, self.bucket, self.key, self.size, self.position = client, bucket, key, size, 0
-
-    def seekable(self) -> bool:
-        return True
-
-    def readable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self.position
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        self.position = {0: offset, 1: self.position + offset, 2: self.size + offset}[whence]
-        return self.position
-
-    def read(self, count: int = -1) -> bytes:
-        end = self.size if count < 0 else min(self.size, self.position + count)
-        if end <= self.position:
-            return b""
-        body = self.client.get_object(Bucket=self.bucket, Key=self.key, Range=f"bytes={self.position}-{end - 1}")
-        data = body["Body"].read()
-        self.position += len(data)
-        return data
-
-
 def parquet_schema(client: Any, uri: str) -> list[dict[str, str]]:
     """The fields of the first Parquet object under `uri` (its footer only), as a schema facet's fields."""
     import pyarrow.parquet as pq
 
-    from mlscale.aws.s3_objects import is_data_key
+    from mlscale.aws.s3_objects import S3RangeFile, is_data_key
 
     bucket, _, prefix = uri.removeprefix("s3://").partition("/")
     objects = [
@@ -89,5 +59,5 @@ def parquet_schema(client: Any, uri: str) -> list[dict[str, str]]:
     ]
     if not objects:
         return []
-    schema = pq.ParquetFile(_RangeReader(client, bucket, objects[0]["Key"], objects[0]["Size"])).schema_arrow
+    schema = pq.ParquetFile(S3RangeFile(client, bucket, objects[0]["Key"], objects[0]["Size"])).schema_arrow
     return [{"name": field.name, "type": str(field.type)} for field in schema]
