@@ -77,6 +77,13 @@ class Client(threading.Thread):
             except ClientError as error:
                 self.failed.append(str(error))
 
+    def answered(self, more: int, timeout: float = 60) -> None:
+        """Wait until `more` further invocations have succeeded."""
+        target, deadline = self.ok + more, time.monotonic() + timeout
+        while self.ok < target:
+            assert time.monotonic() < deadline and self.is_alive(), f"{self.ok} of {target} answers"
+            time.sleep(0.05)
+
     def finish(self):
         self.stopped.set()
         self.join()
@@ -137,9 +144,9 @@ def test_blue_green_update_and_rollback_without_a_failed_invocation(endpoint_api
         time.sleep(0.1)
     cloudwatch.set_alarm_state(AlarmName="bg-errors", StateValue="ALARM", StateReason="test: errors while baking")
     rolled_back = wait_while(sm, "bg", "Updating")
-    time.sleep(1)
+    client.answered(2)  # what was in flight during the rollback has come back
     client.answers.clear()
-    time.sleep(1)
+    client.answered(20)
     client.finish()
 
     assert rolled_back["EndpointStatus"] == "InService"  # a rolled-back update still ends InService...
