@@ -213,19 +213,6 @@ def test_demo_runs_the_dag_through_airflow_on_the_emulator(first_demo):
 
 
 @pytest.mark.e2e
-def test_forcing_fsx_stages_the_shards_trains_from_the_file_system_and_deletes_it(tmp_path):
-    summary = run_demo(
-        tmp_path, '{"storage": "fsx_lustre", "epochs": 2, "deploy_target": "endpoint", "records_per_day": 3000}'
-    )
-    assert re.search(r"DAG run\s+\S+: success", summary)
-    assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", summary)
-    assert float(re.search(r"test accuracy\s+([0-9.]+)", summary).group(1)) >= 0.9
-    # deploy_target=endpoint: the endpoint answers, the edge fleet is left alone
-    assert re.search(r"endpoint\s+mlscale-digits InService .+; predicts \d for the sample", summary)
-    assert re.search(r"edge devices\s+-\n", summary)
-
-
-@pytest.mark.e2e
 def test_spark_prepares_the_data_and_aws_batch_trains_on_two_nodes_and_deletes_its_cluster(tmp_path):
     """Two paths the default demo does not take, in one run: etl_engine=spark and training_backend=batch."""
     summary = run_demo(
@@ -250,6 +237,7 @@ def test_spark_prepares_the_data_and_aws_batch_trains_on_two_nodes_and_deletes_i
     # the stages after training are the same ones
     assert re.search(r"evaluation\s+accuracy 0\.9\d+, .+; gate: Approved", summary)
     assert re.search(r"endpoint\s+mlscale-digits InService .+; predicts 0 for the sample \(a 0\)", summary)
+    assert re.search(r"edge devices\s+-\n", summary)  # deploy_target=endpoint leaves the edge fleet alone
 
 
 def test_the_gate_stops_a_rejected_model_and_lets_a_pending_one_reach_a_person():
@@ -300,9 +288,10 @@ def test_the_gate_mode_param_reaches_the_evaluation_when_rendered():
 
 
 @pytest.mark.e2e
-def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparameter_reruns_from_train(first_demo):
-    """Two more demos on the first demo's emulator home; the third also shows a rejected model reaching no
-    deployment."""
+def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_changed_training_reruns_from_train(first_demo):
+    """Two more demos on the first demo's emulator home. The third changes a hyperparameter and forces FSx for
+    Lustre: the cached data stages feed a file system that training reads, and a rejected model reaches no
+    deployment (the file system is deleted all the same)."""
     from mlscale_emulator import control
     from mlscale_emulator.settings import EmulatorSettings
 
@@ -319,13 +308,19 @@ def test_an_unchanged_rerun_with_the_cache_launches_no_job_and_a_new_hyperparame
     assert f"train: reused {job} from run" in second and "ran: none" in second
     assert re.search(rf"training job\s+{job}", second)  # evaluated, compiled: the same model
 
-    # one hyperparameter changed, and a bar no model meets: train and evaluate run again, the gate rejects
+    # one hyperparameter changed, the shards on FSx for Lustre, and a bar no model meets: the reused shards are
+    # imported into a new file system, train and evaluate run again, the gate rejects
     third = run_demo(
-        tmp_path, json.dumps({"cache": True, "epochs": 2, "min_accuracy": 0.9999, "deploy_target": "edge"})
+        tmp_path,
+        json.dumps(
+            {"cache": True, "epochs": 2, "min_accuracy": 0.9999, "deploy_target": "edge", "storage": "fsx_lustre"}
+        ),
     )
     assert re.search(rf"etl: reused \S+ from run {re.escape(first_run)}", third)
     assert re.search(rf"shard: reused \S+ from run {re.escape(first_run)}", third)
     assert re.search(r"ran: evaluate, train\n", third)
+    assert re.search(r"FSx for Lustre\s+fs-\w+ SCRATCH_2 1200 GiB, 3 files imported, mounted at /\w+/shards", third)
+    assert float(re.search(r"test accuracy\s+([0-9.]+)", third).group(1)) >= 0.9
     assert re.search(r"gate: Rejected \(accuracy 0\.\d+ is below the threshold 0\.9999", third)
     # the gate short-circuits: nothing after it runs for a rejected model
     assert re.search(r"compiled \(Neo\)\s+skipped: the gate did not approve the model \(Rejected\)", third)

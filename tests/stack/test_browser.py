@@ -116,7 +116,8 @@ def test_the_run_view_of_the_run_new_data_started(airflow_stack, live_arrival, p
     page.get_by_role("link", name="mlscale", exact=True).click()  # the plugin's tab on the run page
     view = page.frame_locator("iframe").first
     view.get_by_text("Lineage").first.wait_for(timeout=60_000)
-    page.wait_for_timeout(1500)  # images inside the frame
+    frame = next(f for f in page.frames if "/mlscale/run" in f.url)
+    frame.wait_for_function("[...document.images].every(i => i.complete && i.naturalWidth > 0)")  # the plots
     shot(page, "02-run-view-tab")
 
     # the run view itself, full length: every plot loaded and the lineage names each resource
