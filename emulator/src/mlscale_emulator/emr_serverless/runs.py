@@ -204,7 +204,7 @@ def _execute(region: str, run) -> None:
             minutes = run.execution_timeout_minutes
             return _move(run, "FAILED", f"Job run timed out after {minutes} minutes (executionTimeoutMinutes)")
         if outcome.returncode != 0:
-            return _move(run, "FAILED", failure_message(outcome.tail, outcome.returncode))
+            return _move(run, "FAILED", failure_message(outcome))
         _move(run, "SUCCESS", "")
     except Exception as error:  # a bad parameter or an emulator fault still ends the run, with the reason
         log.exception("emr serverless job run %s failed to run", run.id)

@@ -134,7 +134,7 @@ def _execute(job, run) -> None:
         if outcome.ending == "timed out":
             return _finish(run, "TIMEOUT", f"Job run timed out after {run.timeout} minutes")
         if outcome.returncode != 0:
-            return _finish(run, "FAILED", failure_message(outcome.tail, outcome.returncode))
+            return _finish(run, "FAILED", failure_message(outcome))
         _finish(run, "SUCCEEDED")
     except Exception as error:  # an emulator fault still ends the run, with the reason
         log.exception("glue job run crashed")
