@@ -8,7 +8,10 @@
   every 0.2 s, the same way for both.
 - Spark past its memory: the Spark job on raw data at least four times its heap; it must finish with equal
   shards. Its throughput and peak memory are printed. Both Spark runs set the heap to MEMORY_MB
-  (spark.executor.memory), where Glue would size it from the worker type.
+  (spark.executor.memory), where Glue would size it from the worker type. 1 GiB, not less: Spark reserves
+  300 MiB of any heap and each of the two tasks decodes a whole Parquet row group (a raw day here: ~200 MB of
+  pixels); with 512 MiB, 4 of 9 runs of the 2.2 GB job failed (java.lang.OutOfMemoryError, where the log
+  was read), more often beside other work.
 
 The two sides run one after the other on one emulator (each is one long job: interleaving cannot help).
 """
@@ -27,7 +30,7 @@ import psutil
 REPO = Path(__file__).resolve().parent.parent
 BUCKET = "spark-bench"
 ROLE = "arn:aws:iam::123456789012:role/bench"
-MEMORY_MB = 512
+MEMORY_MB = 1024
 SHARDS = 4
 ETL = """UNLOAD (
     SELECT record_id, label, pixels, dt FROM (
