@@ -217,8 +217,12 @@ def wait_for_job(sagemaker, name: str, timeout: float = 300) -> dict:
 
 
 def job_logs(logs, name: str) -> dict[str, list[str]]:
-    """{stream name: messages} of a training job's CloudWatch streams."""
-    streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix=f"{name}/")
+    """{stream name: messages} of a training job's CloudWatch streams ({} before any job has logged: the log
+    group appears with the first line)."""
+    try:
+        streams = logs.describe_log_streams(logGroupName="/aws/sagemaker/TrainingJobs", logStreamNamePrefix=f"{name}/")
+    except logs.exceptions.ResourceNotFoundException:
+        return {}
     return {
         s["logStreamName"]: [
             e["message"]

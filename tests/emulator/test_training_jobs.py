@@ -137,22 +137,14 @@ time.sleep(300)
 """
 
 
-def printed(logs, job: str, text: str) -> bool:
-    """Whether the job's CloudWatch log has a line with `text` yet (its log group appears with the first line)."""
-    try:
-        return any(text in line for lines in job_logs(logs, job).values() for line in lines)
-    except ClientError as error:
-        if error.response["Error"]["Code"] == "ResourceNotFoundException":
-            return False
-        raise
-
-
 def test_stop_sends_sigterm_and_ends_stopped(clients):
     start(clients, "stopped-by-user", {"train.py": SLEEPER})
     sm = clients["sagemaker"]
     deadline = time.monotonic() + 60
     # the script has set its SIGTERM handler once it prints (the job's log reaches CloudWatch as it runs)
-    while not printed(clients["logs"], "stopped-by-user", "started"):
+    while not any(
+        "started" in line for lines in job_logs(clients["logs"], "stopped-by-user").values() for line in lines
+    ):
         assert time.monotonic() < deadline
         time.sleep(0.2)
     sm.stop_training_job(TrainingJobName="stopped-by-user")
